@@ -388,8 +388,7 @@ def load_tasks(path: str | Path, *, split: str | None = None,
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"no task file or directory at {path}")
-    files = sorted(p for p in path.rglob("*") if p.suffix in (".jsonl", ".json", ".parquet")) \
-        if path.is_dir() else [path]
+    files = sorted(p for p in path.rglob("*") if _is_task_file(p)) if path.is_dir() else [path]
     tasks: list[Task] = []
     fam = set(families) if families else None
     for f in files:
@@ -406,6 +405,10 @@ def load_tasks(path: str | Path, *, split: str | None = None,
     return tasks
 
 
+def _is_task_file(p: Path) -> bool:
+    return p.name.endswith((".jsonl", ".jsonl.gz", ".json", ".parquet"))
+
+
 def _records(f: Path) -> Iterable[dict[str, Any]]:
     if f.suffix == ".parquet":
         import pandas as pd
@@ -414,7 +417,10 @@ def _records(f: Path) -> Iterable[dict[str, Any]]:
         data = json.loads(f.read_text())
         yield from (data if isinstance(data, list) else [data])
     else:
-        with f.open() as fh:
+        import gzip
+
+        opener = gzip.open if f.suffix == ".gz" else open
+        with opener(f, "rt") as fh:
             for ln, line in enumerate(fh, 1):
                 if line.strip():
                     try:

@@ -1,0 +1,331 @@
+"""GPU worker processes: the trusted native runner (runner/runner.cpp) driven over a pipe protocol.
+
+What this module guarantees to the harness:
+  * Untrusted candidate libraries are only ever loaded inside a runner process started through
+    `cudaperf.sandbox` (own session, rlimits, scrubbed environment, own scratch directory, and, when
+    the harness runs as root, an unprivileged uid of its own and no network).
+  * Every request has a watchdog: a reply that does not come within its time limit, a runner whose
+    resident memory passes the limit, or a runner that dies, raises `RunnerDied` with a reason;
+    the runner's whole process tree (and every process of its uid) is killed, never left behind.
+  * The runner never sees reference outputs: it gets input files and writes output files; the
+    parent compares.
+
+The runner binary and the per-signature call shims are built once per toolchain and cached.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from cudaperf import sandbox
+from cudaperf.tasks import Param, Task, TestConfig
+
+RUNNER_SRC = Path(__file__).with_name("runner") / "runner.cpp"
+
+# Scalar type codes understood by the runner and the C type the shim declares for each.
+_SCALAR_CODES = {
+    "float32": ("f32", "float"), "float64": ("f64", "double"),
+    "int8": ("i8", "signed char"), "uint8": ("u8", "unsigned char"),
+    "int16": ("i16", "short"), "uint16": ("u16", "unsigned short"),
+    "int32": ("i32", "int"), "uint32": ("u32", "unsigned int"),
+    "int64": ("i64", "long long"), "uint64": ("u64", "unsigned long long"),
+    "bool": ("b", "_Bool"),
+}
+
+_build_lock = threading.Lock()
+
+
+class RunnerDied(RuntimeError):
+    """The runner process died, hung, or exceeded a limit; `reason` is a short machine tag."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+
+def _toolchain_tag() -> str:
+    try:
+        from cudaperf.compile import toolchain_id
+
+        return toolchain_id()
+    except Exception:  # compile.py unavailable: fall back to the nvcc path
+        return shutil.which("nvcc") or "nvcc"
+
+
+def build_runner(cache_dir: str | Path) -> Path:
+    """Compile the runner once per (source, toolchain); returns the cached binary."""
+    src = RUNNER_SRC.read_bytes()
+    key = hashlib.sha256(src + _toolchain_tag().encode()).hexdigest()[:16]
+    out = Path(cache_dir) / "runner" / key / "cudaperf_runner"
+    with _build_lock:
+        if out.exists():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(".tmp")
+        cmd = ["nvcc", "-O2", "-x", "cu", str(RUNNER_SRC), "-o", str(tmp), "-cudart", "shared", "-ldl"]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if r.returncode != 0:
+            raise RuntimeError(f"building the runner failed:\n{r.stderr[-4000:]}")
+        os.chmod(tmp, 0o755)
+        tmp.rename(out)
+        _open_path(out)
+    return out
+
+
+def shim_signature(task: Task) -> str:
+    """Type string of the entry's parameters: 'p' for pointers, a scalar code otherwise."""
+    return " ".join("p" if p.is_pointer else _SCALAR_CODES[p.dtype.name][0] for p in task.signature)
+
+
+def build_shim(task: Task, cache_dir: str | Path) -> Path:
+    """A tiny trusted C library that calls `fn` with the task's exact C parameter types.
+
+    The runner cannot call an arbitrary C signature by itself; one shim per distinct signature
+    (cached) does it with the compiler's own calling convention, for any number and mix of args.
+    """
+    ctypes_ = []
+    for p in task.signature:
+        ctypes_.append("void*" if p.is_pointer else _SCALAR_CODES[p.dtype.name][1])
+    decl = ", ".join(ctypes_) or "void"
+    call = ", ".join(f"*({t}*)a[{i}]" for i, t in enumerate(ctypes_))
+    code = (f"void cudaperf_call(void *fn, void **a) {{\n"
+            f"  ((void (*)({decl}))fn)({call});\n}}\n")
+    key = hashlib.sha256(code.encode()).hexdigest()[:16]
+    out = Path(cache_dir) / "shims" / f"shim_{key}.so"
+    with _build_lock:
+        if out.exists():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        c = out.with_suffix(".c")
+        c.write_text(code)
+        tmp = out.with_suffix(".tmp.so")
+        r = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", str(c), "-o", str(tmp)],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode != 0:
+            raise RuntimeError(f"building the call shim failed:\n{r.stderr[-2000:]}")
+        os.chmod(tmp, 0o755)
+        tmp.rename(out)
+        _open_path(out)
+    return out
+
+
+def _open_path(path: Path) -> None:
+    """Make a trusted artefact readable by the unprivileged runner uid (dirs a+x, file a+r)."""
+    p = path.resolve()
+    os.chmod(p, os.stat(p).st_mode | 0o444)
+    for d in list(p.parents)[:-1]:
+        try:
+            os.chmod(d, os.stat(d).st_mode | 0o111)
+        except PermissionError:
+            break
+
+
+# ------------------------------------------------------------------------------- argument files
+
+
+def scalar_literal(p: Param, value) -> str:
+    v = np.asarray(value, dtype=p.dtype).item()
+    if p.dtype.kind == "f":
+        return repr(float(v))
+    return str(int(v))
+
+
+def write_argfile(task: Task, test: TestConfig, inputs: dict, data_dir: Path, argfile: Path,
+                  poison: dict[str, bytes]) -> None:
+    """Describe one call: pointer buffers (with their input file) and scalar values.
+
+    Input arrays are written to `data_dir` (shared, read-only for the runner); the argfile itself
+    goes to the runner's scratch directory.
+    """
+    lines = []
+    for p in task.signature:
+        if p.is_pointer:
+            n = task.numel(p, test)
+            data = "-"
+            if p.role in ("in", "inout"):
+                f = data_dir / f"{p.name}.bin"
+                if not f.exists():
+                    arr = np.ascontiguousarray(inputs[p.name], dtype=p.dtype)
+                    assert arr.size == n, (p.name, arr.size, n)
+                    arr.tofile(f)
+                    os.chmod(f, 0o644)
+                data = str(f)
+            pz = poison.get(p.name)
+            lines.append(f"P {p.name} {p.role} {p.dtype.itemsize} {n} {data} "
+                         f"{pz.hex() if pz else '-'}")
+        else:
+            code = _SCALAR_CODES[p.dtype.name][0]
+            lines.append(f"S {p.name} {code} {scalar_literal(p, inputs[p.name])}")
+    argfile.write_text("\n".join(lines) + "\n")
+
+
+# ------------------------------------------------------------------------------- the runner
+
+
+@dataclass
+class RunnerLimits:
+    run_timeout_s: float = 30.0
+    mem_bytes: int = 16 << 30  # resident memory watchdog
+    fsize_bytes: int = 64 << 20
+    nproc: int = 512  # counts threads of the runner's uid (CUDA starts several)
+    cpu_s: int = 600
+
+
+class Runner:
+    """One runner process. Use as a context manager; `close()` always kills what it started."""
+
+    def __init__(self, binary: Path, *, gpu: int | None, scratch: Path, uid: int | None,
+                 limits: RunnerLimits):
+        self.scratch = scratch
+        self.uid = uid
+        self.limits = limits
+        self.device: str | None = None
+        self.cc: str | None = None
+        self.l2_bytes = 0
+        sandbox.become_subreaper()  # orphans of candidate forks come to us, so we can reap them
+        cmd_r, cmd_w = os.pipe()
+        rep_r, rep_w = os.pipe()
+        # The runner expects commands on fd 3 and replies on fd 4.
+        env = sandbox.scrubbed_env({"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu),
+                                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, home=str(scratch))
+        lim = sandbox.Limits(cpu_s=limits.cpu_s, mem_bytes=None, fsize_bytes=limits.fsize_bytes,
+                             nproc=limits.nproc)
+        # No RLIMIT_AS: CUDA reserves far more virtual memory than it uses; a resident-memory
+        # watchdog (request()) bounds memory instead. The runner drops privileges itself.
+        pre = sandbox.preexec(lim, drop_to_uid=None)
+        self.stdout_path = scratch / "stdout.txt"
+        self.stderr_path = scratch / "stderr.txt"
+        argv = [str(binary)] + (["--uid", str(uid)] if uid is not None else [])
+
+        # Move the pipe ends above the protocol numbers first so dup2 cannot clobber one with
+        # the other; subprocess closes every fd not in pass_fds after preexec_fn, so 3 and 4
+        # are listed there too.
+        hi_r, hi_w = os.dup(cmd_r), os.dup(rep_w)
+        while hi_r <= 4 or hi_w <= 4:
+            hi_r, hi_w = os.dup(hi_r), os.dup(hi_w)
+
+        def child_setup():
+            pre()
+            os.dup2(hi_r, 3)
+            os.dup2(hi_w, 4)
+
+        with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=so, stderr=se,
+                                         cwd=scratch, env=env, preexec_fn=child_setup,
+                                         pass_fds=(3, 4, hi_r, hi_w), close_fds=True)
+        for fd in (cmd_r, rep_w, hi_r, hi_w):
+            os.close(fd)
+        self._cmd = os.fdopen(cmd_w, "w", buffering=1)
+        self._rep = rep_r
+        self._buf = b""
+
+    # -- protocol
+    def request(self, line: str, timeout: float | None = None) -> str:
+        timeout = self.limits.run_timeout_s if timeout is None else timeout
+        try:
+            self._cmd.write(line + "\n")
+            self._cmd.flush()
+        except (BrokenPipeError, OSError):
+            raise RunnerDied("exited", self._exit_detail()) from None
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RunnerDied("timeout", f"no reply to {line.split()[0]!r} within {timeout:.0f} s")
+            ready, _, _ = select.select([self._rep], [], [], min(left, 0.05))
+            if not ready:
+                if self.proc.poll() is not None:
+                    raise RunnerDied("exited", self._exit_detail())
+                rss = self._rss()
+                if rss > self.limits.mem_bytes:
+                    raise RunnerDied("memory", f"resident memory {rss >> 20} MiB over the limit")
+                continue
+            chunk = os.read(self._rep, 65536)
+            if not chunk:
+                self.proc.wait(timeout=5)
+                raise RunnerDied("exited", self._exit_detail())
+            self._buf += chunk
+            if len(self._buf) > 1 << 20:
+                raise RunnerDied("protocol", "oversized reply")
+        line_out, self._buf = self._buf.split(b"\n", 1)
+        return line_out.decode("utf-8", "replace")
+
+    def _rss(self) -> int:
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as fh:
+                for ln in fh:
+                    if ln.startswith("VmRSS:"):
+                        return int(ln.split()[1]) * 1024
+        except OSError:
+            pass
+        return 0
+
+    def _exit_detail(self) -> str:
+        rc = self.proc.poll()
+        if rc is None:
+            return "runner stopped answering"
+        if rc < 0:
+            try:
+                return f"killed by signal {signal.Signals(-rc).name}"
+            except ValueError:
+                return f"killed by signal {-rc}"
+        return f"exited with status {rc}"
+
+    def output_tail(self, n: int = 2000) -> str:
+        parts = []
+        for p in (self.stdout_path, self.stderr_path):
+            try:
+                with open(p, "rb") as fh:
+                    fh.seek(0, 2)
+                    size = fh.tell()
+                    fh.seek(max(0, size - n))
+                    txt = fh.read().decode("utf-8", "replace").strip()
+                if txt:
+                    parts.append(txt)
+            except OSError:
+                pass
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        try:
+            self._cmd.write("quit\n")
+            self._cmd.flush()
+        except (OSError, ValueError):
+            pass
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            pass
+        # Kill the runner's session, every process of its uid, and reap what was reparented to
+        # us: candidate host code may have forked or daemonised.
+        sandbox._sweep(self.proc.pid, None, self.uid)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        for f in (self._cmd,):
+            try:
+                f.close()
+            except OSError:
+                pass
+        try:
+            os.close(self._rep)
+        except OSError:
+            pass
+
+    def __enter__(self) -> "Runner":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
