@@ -303,13 +303,18 @@ class Runner:
             self._cmd.flush()
         except (OSError, ValueError):
             pass
-        try:
-            self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
-            pass
-        # Kill the runner's session, every process of its uid, and reap what was reparented to
-        # us: candidate host code may have forked or daemonised.
-        sandbox._sweep(self.proc.pid, None, self.uid)
+        # Give it a moment to quit, but do not reap it yet: while the leader is an unreaped
+        # zombie its pid (= the session id) cannot be reused, so the sweep below can only hit
+        # the runner's own session, uid and reparented orphans.
+        end = time.monotonic() + 1.0
+        while time.monotonic() < end:
+            try:
+                if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    break
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+        sandbox.kill_tree(self.proc.pid, None, self.uid)
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

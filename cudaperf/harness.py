@@ -67,21 +67,54 @@ def task_fingerprint(task: Task) -> str:
 
 
 class _GpuLock:
-    """Inter-process lock serialising timed regions on one GPU."""
+    """Readers-writer lock per GPU: checks share the GPU, a timed region has it alone.
+
+    Without MPS, kernels of different processes time-slice on the GPU, so any check running in
+    another runner during a timed region would show up in its timings. Checks take the lock
+    shared, timing takes it exclusive; writers are preferred so timing is never starved. The
+    in-process part is a condition variable; an flock (shared / exclusive) extends it to other
+    harness processes on the same machine.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
-        self._tlock = threading.Lock()
+        self._cv = threading.Condition()
+        self._readers = 0
+        self._writer = False
+        self._waiting_writers = 0
 
     @contextlib.contextmanager
-    def hold(self):
-        with self._tlock, open(self.path, "a+") as fh:
-            fcntl.flock(fh, fcntl.LOCK_EX)
-            try:
+    def shared(self):
+        with self._cv:
+            while self._writer or self._waiting_writers:
+                self._cv.wait()
+            self._readers += 1
+        try:
+            with open(self.path, "a+") as fh:
+                fcntl.flock(fh, fcntl.LOCK_SH)
                 yield
-            finally:
-                fcntl.flock(fh, fcntl.LOCK_UN)
+        finally:
+            with self._cv:
+                self._readers -= 1
+                self._cv.notify_all()
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        with self._cv:
+            self._waiting_writers += 1
+            while self._writer or self._readers:
+                self._cv.wait()
+            self._waiting_writers -= 1
+            self._writer = True
+        try:
+            with open(self.path, "a+") as fh:
+                fcntl.flock(fh, fcntl.LOCK_EX)
+                yield
+        finally:
+            with self._cv:
+                self._writer = False
+                self._cv.notify_all()
 
 
 class Harness:
@@ -119,12 +152,20 @@ class Harness:
 
     # ------------------------------------------------------------------ environment
     def _select_gpus(self) -> list[int]:
-        n = envinfo.gpu_count() if hasattr(envinfo, "gpu_count") else (1 if envinfo.gpu_available() else 0)
-        if n == 0:
+        """Physical GPU indices for runners: the config's list, within what this process may see."""
+        if not envinfo.gpu_available():
             return []
+        visible = [g["index"] for g in envinfo.gpus()]
+        env = os.environ.get("CUDA_VISIBLE_DEVICES")
+        if env and all(x.strip().isdigit() for x in env.split(",")):
+            visible = [int(x) for x in env.split(",") if int(x) in visible]
         if self.cfg.gpus == "all":
-            return list(range(n))
-        return [int(g) for g in str(self.cfg.gpus).split(",") if g.strip() and int(g) < n]
+            return visible
+        wanted = [int(g) for g in str(self.cfg.gpus).split(",") if g.strip()]
+        chosen = [g for g in wanted if g in visible]
+        # Asking for an evaluation GPU that does not exist (e.g. "1" on a one-GPU machine) falls
+        # back to sharing the visible ones, as DESIGN's layouts allow.
+        return chosen or visible
 
     @property
     def has_gpu(self) -> bool:
@@ -133,9 +174,14 @@ class Harness:
     def settings_key(self) -> dict[str, Any]:
         c = self.cfg
         return {"arch": self.arch, "flags": list(c.nvcc_flags), "warmup": c.warmup, "reps": c.reps,
-                "flush": c.flush_l2, "seeds": c.check_seeds, "gpu": self._gpu_name or
-                (envinfo.gpu_name() if self.has_gpu and hasattr(envinfo, "gpu_name") else None),
+                "flush": c.flush_l2, "seeds": c.check_seeds, "gpu": self._gpu_model(),
                 "toolchain": toolchain_id(), "harness": 1}
+
+    def _gpu_model(self) -> str | None:
+        if self._gpu_name is None and self.has_gpu:
+            names = {g["index"]: g["name"] for g in envinfo.gpus()}
+            self._gpu_name = names.get(self.gpus[0])
+        return self._gpu_name
 
     def versions(self) -> dict[str, str]:
         from cudaperf import __version__
@@ -310,7 +356,8 @@ class Harness:
                     res.correct = False
                 finally:
                     if runner is not None:
-                        runner.close()
+                        with self._locks[gpu].shared():  # context teardown is GPU work too
+                            runner.close()
                     sandbox.cleanup_scratch(scratch)
         finally:
             self._slots.put(slot)
@@ -319,7 +366,8 @@ class Harness:
                scratch: Path, gpu: int, res: EvalResult) -> None:
         cfg = self.cfg
         t = time.perf_counter()
-        rep = runner.request(f"init {shim} {self._flush_bytes()}", timeout=60)
+        with self._locks[gpu].shared():
+            rep = runner.request(f"init {shim} {self._flush_bytes()}", timeout=60)
         if not rep.startswith("ok"):
             raise RuntimeError(f"runner init failed: {rep}")
         _, name, cc, l2 = rep.split(" ", 3)
@@ -345,7 +393,7 @@ class Harness:
         for test in task.tests:
             seed = rng.choice(seeds)
             used_seed[test.name] = seed
-            ok, fail = self._check(task, test, seed, runner, scratch)
+            ok, fail = self._check(task, test, seed, runner, scratch, self._locks[gpu])
             passed += ok
             if fail:
                 res.failures.append(fail)
@@ -357,9 +405,9 @@ class Harness:
             return
         # ---- timing: candidate (slot 0) and naive (slot 1) interleaved, one timed region per GPU
         perf = task.perf_test
-        self._prepare_args(task, perf, used_seed[perf.name], runner, scratch)
+        self._prepare_args(task, perf, used_seed[perf.name], runner, scratch, self._locks[gpu])
         t = time.perf_counter()
-        with self._locks[gpu].hold():
+        with self._locks[gpu].exclusive():
             rep = runner.request(f"time 0 1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
                                  timeout=cfg.run_timeout_s * 4)
         res.timings["time"] = round(time.perf_counter() - t, 4)
@@ -375,7 +423,7 @@ class Harness:
         # ---- recheck on fresh inputs after timing: a candidate that caches results fails here
         t = time.perf_counter()
         other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
-        ok, fail = self._check(task, perf, rng.choice(other), runner, scratch)
+        ok, fail = self._check(task, perf, rng.choice(other), runner, scratch, self._locks[gpu])
         res.timings["recheck"] = round(time.perf_counter() - t, 4)
         if not ok:
             fail["stage"] = "recheck"
@@ -409,11 +457,11 @@ class Harness:
                 self._ceilings = ceilings.load(gpu_name) or {}
             except Exception:
                 self._ceilings = {}
-        bw = self._ceilings.get("copy_bandwidth_Bps")
+        bw = self._ceilings.get("copy_bandwidth_bytes_per_s")
         return float(bw) if bw else None
 
     def _prepare_args(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-                      scratch: Path) -> dict:
+                      scratch: Path, lock: _GpuLock) -> dict:
         inputs = self._inputs(task, test, seed)
         data_dir = scratch / f"in-{test.name}-{seed}"
         data_dir.mkdir(exist_ok=True)
@@ -421,21 +469,33 @@ class Harness:
         poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
                   if p.is_pointer and p.role == "out"}
         gpuworker.write_argfile(task, test, inputs, data_dir, argfile, poison)
-        rep = runner.request(f"args {argfile}", timeout=120)
+        with lock.shared():  # device allocations are GPU work: never during someone's timing
+            rep = runner.request(f"args {argfile}", timeout=120)
         if not rep.startswith("ok"):
             raise gpuworker.RunnerDied("args", rep)
         return inputs
 
     def _check(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-               scratch: Path) -> tuple[bool, dict | None]:
+               scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
         """Run one checked call; return (passed, failure record or None)."""
+        # CPU work (reference, input files) happens outside the GPU lock.
         ref = reference_outputs(task, test, seed, cache_dir=str(self.cache_dir))
-        self._prepare_args(task, test, seed, runner, scratch)
+        self._prepare_args(task, test, seed, runner, scratch, lock)
         outdir = scratch / "out"
         if outdir.exists():
             shutil.rmtree(outdir)
         outdir.mkdir()
-        rep = runner.request(f"check 0 {outdir}")
+        # Output files are created here at their exact size; the runner fills them through a
+        # mapping (so its file-size limit, which caps printf floods, never blocks big outputs).
+        for p in task.signature:
+            if p.is_pointer and p.role in ("out", "inout"):
+                f = outdir / f"{p.name}.bin"
+                with open(f, "wb") as fh:
+                    fh.truncate(task.numel(p, test) * p.dtype.itemsize)
+                if runner.uid is not None:
+                    os.chown(f, runner.uid, runner.uid)
+        with lock.shared():
+            rep = runner.request(f"check 0 {outdir}")
         base = {"test": test.name, "seed": seed, "sizes": test.sizes}
         if rep.startswith("cuda"):
             return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
@@ -455,9 +515,11 @@ class Harness:
                 return False, {**base, "reason": "missing_output", "param": p.name}
             outcome = check.compare(out, ref[p.name], tol=tol, dtype=p.dtype)
             if not outcome.ok:
-                info = outcome.to_dict() if hasattr(outcome, "to_dict") else dict(vars(outcome))
-                return False, {**base, "reason": "mismatch", "param": p.name,
-                               **{k: _jsonable(v) for k, v in info.items()}}
+                info = {k: _jsonable(v) for k, v in outcome.to_dict().items()}
+                info.pop("ok", None)
+                return False, {**base, "reason": "mismatch", "param": p.name, **info,
+                               "summary": outcome.summary(),
+                               "examples": _examples(out, ref[p.name], outcome.first_bad)}
         return True, None
 
     def close(self) -> None:
@@ -468,6 +530,19 @@ class Harness:
 
 def _hash(source: Any) -> str:
     return hashlib.sha256(str(source).encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _examples(out: np.ndarray, ref: np.ndarray, first_bad: int | None, k: int = 4) -> list[dict]:
+    """A few (index, expected, got) triples around the first wrong element, for feedback."""
+    o = np.asarray(out).reshape(-1)
+    r = np.asarray(ref).reshape(-1)
+    if o.size == 0 or o.size != r.size:
+        return []
+    if first_bad is None:
+        d = np.abs(o.astype(np.float64) - r.astype(np.float64))
+        first_bad = int(np.nanargmax(d)) if np.isfinite(d).any() else 0
+    idx = range(first_bad, min(first_bad + k, o.size))
+    return [{"index": i, "expected": _jsonable(r[i].item()), "got": _jsonable(o[i].item())} for i in idx]
 
 
 def _jsonable(v: Any) -> Any:

@@ -1,0 +1,200 @@
+"""Harness benchmark (issue 3's targets). Not a test: it prints figures and writes them to JSON.
+
+On a GPU machine it measures
+  1. throughput: candidates evaluated per minute at full fidelity (compile, every check, timing
+     against the naive variant, recheck) with a COLD cache (fresh compile cache, reference cache
+     and result store), over dataset variants;
+  2. the KernelBench-style path on the same machine: the same kernels built with
+     torch.utils.cpp_extension.load_inline (one extension per candidate, as KernelBench does),
+     in parallel processes, then run once; candidates per minute;
+  3. repeatability: two independent timing runs over the same variants (result store off,
+     compile cache warm): median CV of the timed repetitions, and the Spearman rank correlation
+     of the two runs' runtimes.
+
+    python benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --out data/bench/
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cudaperf import envinfo  # noqa: E402
+from cudaperf.config import get_profile  # noqa: E402
+from cudaperf.harness import Harness  # noqa: E402
+from cudaperf.tasks import Task, load_tasks  # noqa: E402
+
+
+def pick_variants(tasks: list[Task], n: int, seed: int) -> list[tuple[Task, str, str]]:
+    """n (task, variant name, source) triples spread over families, every variant of each task."""
+    rng = random.Random(seed)
+    by_fam: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_fam.setdefault(t.family, []).append(t)
+    for v in by_fam.values():
+        rng.shuffle(v)
+    out: list[tuple[Task, str, str]] = []
+    fams = sorted(by_fam)
+    i = 0
+    while len(out) < n and any(by_fam.values()):
+        fam = fams[i % len(fams)]
+        i += 1
+        if by_fam[fam]:
+            t = by_fam[fam].pop()
+            out += [(t, v.name, v.source) for v in t.variants]
+    return out[:n]
+
+
+def throughput(tasks: list[Task], n: int, seed: int, workers_per_gpu: int) -> dict:
+    items = pick_variants(tasks, n, seed)
+    cache = tempfile.mkdtemp(prefix="bench-cold-")
+    h = Harness(get_profile("mini", **{"harness.cache_dir": cache}).harness, workers_per_gpu=workers_per_gpu)
+    t0 = time.perf_counter()
+    res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
+    wall = time.perf_counter() - t0
+    h.close()
+    shutil.rmtree(cache, ignore_errors=True)
+    status: dict[str, int] = {}
+    for r in res:
+        status[r.status] = status.get(r.status, 0) + 1
+    stage = {k: float(np.sum([r.timings.get(k, 0.0) for r in res])) for k in
+             ("compile", "prepare", "runner_start", "check", "time", "recheck", "total")}
+    return {"candidates": len(res), "wall_s": wall, "per_minute": len(res) / wall * 60,
+            "status_counts": status, "stage_seconds_sum": stage, "cpu_cores": os.cpu_count(),
+            "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu,
+            "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
+                         "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
+                        for (t, v, _), r in zip(items, res)]}
+
+
+_BINDING = r'''
+#include <torch/extension.h>
+extern "C" void {entry}({params});
+void run({targs}) {{ {entry}({cargs}); }}
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {{ m.def("run", &run); }}
+'''
+
+
+def _load_inline_one(args: tuple[str, str, list[tuple[str, str, bool]], str]) -> dict:
+    """Build one candidate the KernelBench way (its own extension, own build dir) and run it."""
+    name, source, sig, entry = args
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    t0 = time.perf_counter()
+    params = ", ".join(f"{ct} {n}" for n, ct, _ in sig)
+    targs = ", ".join(f"torch::Tensor {n}" if ptr else f"{ct} {n}" for n, ct, ptr in sig)
+    cargs = ", ".join(f"({ct}){n}.data_ptr()" if ptr else n for n, ct, ptr in sig)
+    build = tempfile.mkdtemp(prefix="kb-")
+    try:
+        mod = load_inline(name=name, cpp_sources=_BINDING.format(entry=entry, params=params, targs=targs,
+                                                                cargs=cargs),
+                          cuda_sources=source, build_directory=build, verbose=False,
+                          extra_cuda_cflags=["-O3"])
+        built = time.perf_counter() - t0
+        ok = True
+        err = ""
+    except Exception as e:  # a failed build is a result here too
+        built, ok, err = time.perf_counter() - t0, False, str(e)[-300:]
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+    return {"name": name, "build_s": built, "ok": ok, "error": err}
+
+
+def load_inline_rate(tasks: list[Task], n: int, seed: int, procs: int) -> dict:
+    items = pick_variants(tasks, n, seed + 1)
+    jobs = []
+    for i, (t, v, src) in enumerate(items):
+        sig = [(p.name, p.ctype, p.is_pointer) for p in t.signature]
+        jobs.append((f"kb_{i}_{v}", src, sig, t.entry))
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=procs) as ex:
+        out = list(ex.map(_load_inline_one, jobs))
+    wall = time.perf_counter() - t0
+    return {"candidates": len(out), "parallel_processes": procs, "wall_s": wall,
+            "per_minute": len(out) / wall * 60, "median_build_s": float(np.median([o["build_s"] for o in out])),
+            "built_ok": sum(o["ok"] for o in out), "details": out}
+
+
+def repeatability(tasks: list[Task], n: int, seed: int, workers_per_gpu: int) -> dict:
+    items = pick_variants(tasks, n, seed + 2)
+    cache = tempfile.mkdtemp(prefix="bench-rep-")
+    cfg = get_profile("mini", **{"harness.cache_dir": cache}).harness
+    runs = []
+    for _ in range(2):
+        h = Harness(cfg, use_store=False, workers_per_gpu=workers_per_gpu)
+        runs.append(h.evaluate_many([(t, s) for t, _, s in items], progress=True))
+        h.close()
+    shutil.rmtree(cache, ignore_errors=True)
+    a = np.array([r.runtime_ms if r.runtime_ms else np.nan for r in runs[0]])
+    b = np.array([r.runtime_ms if r.runtime_ms else np.nan for r in runs[1]])
+    ok = np.isfinite(a) & np.isfinite(b)
+    from scipy.stats import spearmanr
+
+    cvs = [r.cv for run in runs for r in run if r.cv is not None]
+    rho = float(spearmanr(a[ok], b[ok]).statistic) if ok.sum() > 2 else None
+    shift = np.abs(a[ok] - b[ok]) / ((a[ok] + b[ok]) / 2)
+    return {"variants": len(items), "timed_both": int(ok.sum()), "median_cv": float(np.median(cvs)) if cvs else None,
+            "p90_cv": float(np.percentile(cvs, 90)) if cvs else None, "spearman": rho,
+            "median_rel_shift": float(np.median(shift)) if ok.any() else None,
+            "pairs": [{"task_id": t.task_id, "variant": v, "run1_ms": x, "run2_ms": y}
+                      for (t, v, _), x, y in zip(items, a.tolist(), b.tolist())]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--tasks", default="data/tasks/c2cuda.jsonl.gz")
+    ap.add_argument("--n-throughput", type=int, default=600)
+    ap.add_argument("--n-load-inline", type=int, default=16)
+    ap.add_argument("--n-repeat", type=int, default=200)
+    ap.add_argument("--workers-per-gpu", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
+    ap.add_argument("--out", default="data/bench")
+    a = ap.parse_args(argv)
+    if not envinfo.gpu_available():
+        print("bench_harness: no GPU visible; this benchmark measures GPU evaluation and cannot run here.")
+        return 2
+    tasks = load_tasks(a.tasks)
+    gpu = envinfo.gpus()[0]["name"]
+    out = {"gpu": gpu, "manifest": envinfo.machine_manifest(with_torch=False),
+           "command": " ".join([Path(sys.executable).name] + sys.argv), "tasks_file": a.tasks}
+    if "throughput" not in a.skip:
+        out["throughput"] = throughput(tasks, a.n_throughput, a.seed, a.workers_per_gpu)
+        print(f"throughput: {out['throughput']['per_minute']:.0f} candidates/min "
+              f"({out['throughput']['candidates']} in {out['throughput']['wall_s']:.1f} s) "
+              f"{out['throughput']['status_counts']}", flush=True)
+    if "load_inline" not in a.skip:
+        out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
+        print(f"load_inline: {out['load_inline']['per_minute']:.1f} candidates/min "
+              f"(median build {out['load_inline']['median_build_s']:.1f} s)", flush=True)
+    if "repeat" not in a.skip:
+        out["repeatability"] = repeatability(tasks, a.n_repeat, a.seed, a.workers_per_gpu)
+        r = out["repeatability"]
+        print(f"repeatability: median CV {r['median_cv']:.4f}, Spearman {r['spearman']}, "
+              f"timed {r['timed_both']}/{r['variants']}", flush=True)
+    if "throughput" in out and "load_inline" in out:
+        out["speed_ratio"] = out["throughput"]["per_minute"] / out["load_inline"]["per_minute"]
+        print(f"ratio: {out['speed_ratio']:.1f}x the load_inline path")
+    d = Path(a.out)
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / f"harness_{envinfo.gpu_slug(gpu)}.json"
+    f.write_text(json.dumps(out, indent=1, default=str))
+    print(f"wrote {f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,201 @@
+"""The serial C reference of a c2cuda task, built with gcc and run on the CPU in a sandbox.
+
+Guarantees:
+
+* `build_reference` compiles ``task.reference`` once per task content (cache key: sha256 of
+  reference, entry, signature, tests and precision setting) into
+  ``<cache_dir>/ref/<task hash>/ref.so``. By default (``meta.reference_precision`` =
+  ``"double"``) every ``float`` is promoted to ``double`` -- ``#define float double`` after the
+  standard headers, and the float math functions (expf, sqrtf, ...) mapped to their double
+  versions -- so the reference is computed in higher precision than the candidate; if that
+  build fails it falls back to native precision. Which one was used is recorded
+  (`reference_precision`) and decides the dtype of the outputs.
+* `reference_outputs` runs the entry in ``python -m cudaperf.refrunner`` under
+  `sandbox.run_limited` (time/memory/file limits, scrubbed env, scratch dir, and an
+  unprivileged uid when root and the interpreter is reachable by one) on `inputs.make_inputs`
+  of (task, test, seed), and caches the result as ``<task hash>/<test>/<seed>.npz``.
+  Outputs are float64 for float parameters computed in double, the parameter's dtype otherwise.
+* Failures (does not compile, crashes, times out, wrong output shapes) raise `ReferenceError`
+  with the task id and the tail of the log.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import cudaperf
+from cudaperf import sandbox
+from cudaperf.inputs import make_inputs, output_shapes
+from cudaperf.tasks import Task, TestConfig
+
+
+class ReferenceError(RuntimeError):  # noqa: A001 - the name the harness catches
+    """The task's reference could not be built or run; the message names the task."""
+
+
+_HEADERS = ("math.h", "float.h", "stdlib.h", "string.h", "stdint.h", "stdbool.h", "limits.h", "stdio.h",
+            "stddef.h", "assert.h")
+_FLOAT_MATH = ("sinf cosf tanf asinf acosf atanf atan2f sinhf coshf tanhf asinhf acoshf atanhf expf exp2f "
+               "expm1f logf log2f log10f log1pf powf sqrtf cbrtf hypotf fabsf fminf fmaxf fmodf floorf ceilf "
+               "roundf truncf rintf nearbyintf fmaf erff erfcf tgammaf lgammaf copysignf ldexpf frexpf modff "
+               "remainderf fdimf scalbnf logbf").split()
+
+
+def promoted_source(reference: str) -> str:
+    """The reference with float promoted to double (headers included first stay unaffected)."""
+    head = "".join(f"#include <{h}>\n" for h in _HEADERS)
+    maps = "".join(f"#define {f} {f[:-1]}\n" for f in _FLOAT_MATH)
+    return head + "#define float double\n" + maps + "#line 1 \"reference.c\"\n" + reference
+
+
+def task_hash(task: Task) -> str:
+    blob = json.dumps({"reference": task.reference, "entry": task.entry,
+                       "signature": [p.__dict__ for p in task.signature],
+                       "tests": [t.__dict__ for t in task.tests],
+                       "precision": task.meta.get("reference_precision", "double")},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:24]
+
+
+def _ref_dir(task: Task, cache_dir: str | Path) -> Path:
+    return Path(cache_dir) / "ref" / task_hash(task)
+
+
+def _limits(mem_gb: float, cpu_s: float) -> sandbox.Limits:
+    return sandbox.Limits(cpu_s=cpu_s, mem_bytes=int(mem_gb * (1 << 30)), fsize_bytes=4 << 30, nproc=64,
+                          nofile=256)
+
+
+def _gcc(source: str, timeout_s: float) -> tuple[bytes | None, str]:
+    with sandbox.acquire_uid() as uid, sandbox.scratch(uid=uid) as d:
+        (d / "ref.c").write_text(source)
+        out = sandbox.run_limited(["gcc", "-O2", "-shared", "-fPIC", "-x", "c", "-std=gnu11", "-o", "ref.so",
+                                   "ref.c", "-lm"], cwd=d, timeout_s=timeout_s, limits=_limits(4, timeout_s),
+                                  env=sandbox.scrubbed_env(home=str(d)), drop_to_uid=uid)
+        log = (out.stdout + out.stderr).strip()
+        if out.ok and (d / "ref.so").is_file():
+            return (d / "ref.so").read_bytes(), log
+        return None, log + f"\ngcc {out.describe()}"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.monotonic_ns()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def build_reference_info(task: Task, *, cache_dir: str | Path, timeout_s: float = 60) -> tuple[Path, str]:
+    """(path of the reference .so, precision used: "double" or "native")."""
+    d = _ref_dir(task, cache_dir)
+    so, info_p = d / "ref.so", d / "info.json"
+    if so.exists() and info_p.exists():
+        return so, json.loads(info_p.read_text())["precision"]
+    want = task.meta.get("reference_precision", "double")
+    logs = []
+    lib, precision = None, "native"
+    if want == "double":
+        lib, log = _gcc(promoted_source(task.reference), timeout_s)
+        logs.append(f"[double]\n{log}")
+        precision = "double"
+    if lib is None:
+        lib, log = _gcc("".join(f"#include <{h}>\n" for h in _HEADERS) + "#line 1 \"reference.c\"\n"
+                        + task.reference, timeout_s)
+        logs.append(f"[native]\n{log}")
+        precision = "native"
+    if lib is None:
+        raise ReferenceError(f"task {task.task_id}: reference does not compile:\n" + "\n".join(logs)[-3000:])
+    _write_atomic(so, lib)
+    os.chmod(so, 0o755)
+    _write_atomic(info_p, json.dumps({"precision": precision, "log": "\n".join(logs)[-5000:]}).encode())
+    return so, precision
+
+
+def build_reference(task: Task, *, cache_dir: str | Path, timeout_s: float = 60) -> Path:
+    """Compile the task's C reference into a cached shared library (see module docstring)."""
+    return build_reference_info(task, cache_dir=cache_dir, timeout_s=timeout_s)[0]
+
+
+def reference_precision(task: Task, *, cache_dir: str | Path) -> str:
+    return build_reference_info(task, cache_dir=cache_dir)[1]
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z_.-]", "_", name) or "_"
+
+
+def _runner_env(home: str) -> dict:
+    pkg_parent = str(Path(cudaperf.__file__).resolve().parent.parent)
+    return sandbox.scrubbed_env({"PYTHONPATH": pkg_parent, "PYTHONDONTWRITEBYTECODE": "1"}, home=home)
+
+
+def _uid_can_run() -> bool:
+    import numpy  # noqa: F401 - locate it
+
+    return (sandbox.accessible_to_others(sys.executable, execute=True)
+            and sandbox.accessible_to_others(Path(np.__file__))
+            and sandbox.accessible_to_others(Path(cudaperf.__file__)))
+
+
+def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str | Path,
+                      timeout_s: float = 120, mem_limit_gb: float = 8) -> dict[str, np.ndarray]:
+    """Reference outputs (out + inout parameters) for one test and input seed; cached."""
+    cache = _ref_dir(task, cache_dir) / _safe(test.name) / f"{int(seed)}.npz"
+    shapes = output_shapes(task, test)
+    if cache.exists():
+        with np.load(cache, allow_pickle=False) as f:
+            return {k: f[k] for k in shapes}
+    so, precision = build_reference_info(task, cache_dir=cache_dir)
+    promote = precision == "double"
+
+    def ref_dtype(dt: np.dtype) -> np.dtype:
+        return np.dtype(np.float64) if promote and dt == np.float32 else dt
+
+    args = make_inputs(task, test, seed)
+    params = []
+    for p in task.signature:
+        e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": ref_dtype(p.dtype).name}
+        if p.role in ("out", "inout"):
+            e["numel"] = shapes[p.name][0]
+        params.append(e)
+    arrays = {k: np.asarray(v).astype(ref_dtype(np.asarray(v).dtype)) for k, v in args.items()}
+    with sandbox.acquire_uid() as uid0, sandbox.scratch(uid=uid0) as d:
+        uid = uid0 if uid0 is not None and _uid_can_run() else None
+        shutil.copyfile(so, d / "ref.so")
+        np.savez(d / "inputs.npz", **arrays)
+        (d / "spec.json").write_text(json.dumps({"library": str(d / "ref.so"), "entry": task.entry,
+                                                 "params": params}))
+        if uid is not None:
+            for f in d.iterdir():
+                os.chown(f, uid, uid)
+        out = sandbox.run_limited([sys.executable, "-m", "cudaperf.refrunner", str(d / "spec.json")], cwd=d,
+                                  timeout_s=timeout_s, limits=_limits(mem_limit_gb, timeout_s),
+                                  env=_runner_env(str(d)), drop_to_uid=uid)
+        where = f"task {task.task_id}, test {test.name}, seed {seed}"
+        if not out.ok or not (d / "outputs.npz").is_file():
+            raise ReferenceError(f"{where}: reference run failed ({out.describe()}):\n{out.stderr[-3000:]}")
+        try:
+            with np.load(d / "outputs.npz", allow_pickle=False) as f:
+                res = {k: f[k] for k in f.files}
+        except (OSError, ValueError) as e:
+            raise ReferenceError(f"{where}: unreadable reference outputs: {e}") from None
+    for name, (n, dt) in shapes.items():
+        got = res.get(name)
+        want = ref_dtype(dt)
+        if got is None or got.shape != (n,) or got.dtype != want:
+            raise ReferenceError(f"{where}: output {name!r} is "
+                                 f"{None if got is None else (got.shape, got.dtype)}, expected ({n},) {want}")
+    res = {k: res[k] for k in shapes}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    tmp = cache.with_name(f".{cache.stem}.{os.getpid()}.{time.monotonic_ns()}.npz")
+    np.savez(tmp, **res)
+    os.replace(tmp, cache)
+    return res

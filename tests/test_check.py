@@ -1,0 +1,79 @@
+"""Output comparison: magnitude-aware tolerance, non-finite handling, poison accounting."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cudaperf.check import POISON, compare, count_poison, poison_array, poison_bytes, poison_value
+
+TOL = {"rtol": 1e-3, "atol": 1e-4, "l2": 1e-3}
+
+
+def test_zeros_cannot_pass_tiny_nonzero_reference():
+    ref = np.random.default_rng(0).uniform(0.5e-7, 2e-7, 1000)
+    r = compare(np.zeros(1000, np.float32), ref, tol=TOL, dtype=np.float32)
+    assert not r.ok and r.n_bad == 1000 and r.first_bad == 0 and r.l2_rel == pytest.approx(1.0)
+
+
+def test_zeros_pass_an_all_zero_reference():
+    r = compare(np.zeros(10, np.float32), np.zeros(10), tol=TOL, dtype=np.float32)
+    assert r.ok and r.n_bad == 0 and r.max_abs_err == 0 and r.l2_rel == 0
+    assert not compare(np.full(10, 1e-3, np.float32), np.zeros(10), tol=TOL, dtype=np.float32).ok
+
+
+def test_float_rounding_passes_and_real_error_fails():
+    ref = np.random.default_rng(1).uniform(-1, 1, 4096)
+    out = ref.astype(np.float32)
+    assert compare(out, ref, tol=TOL, dtype=np.float32).ok
+    wrong = out.copy()
+    wrong[123] += 0.01
+    r = compare(wrong, ref, tol=TOL, dtype=np.float32)
+    assert not r.ok and r.n_bad == 1 and r.first_bad == 123 and r.max_abs_err == pytest.approx(0.01, rel=1e-3)
+
+
+def test_l2_bound_catches_many_small_errors():
+    ref = np.ones(10000)
+    out = (ref + 9e-4).astype(np.float32)  # each element within rtol 1e-3, l2 rel 9e-4
+    assert compare(out, ref, tol=TOL, dtype=np.float32).ok
+    assert not compare(out, ref, tol={**TOL, "l2": 1e-4}, dtype=np.float32).ok
+
+
+def test_nan_inf_handling():
+    ref = np.array([1.0, 2.0, np.nan, np.inf])
+    ok = np.array([1.0, 2.0, np.nan, np.inf], np.float32)
+    assert compare(ok, ref, tol=TOL, dtype=np.float32).ok
+    r = compare(np.array([1.0, np.nan, np.nan, np.inf], np.float32), ref, tol=TOL, dtype=np.float32)
+    assert not r.ok and r.first_bad == 1 and r.n_nan == 2 and r.max_abs_err == float("inf")
+    r = compare(np.array([1.0, 2.0, 0.0, np.inf], np.float32), ref, tol=TOL, dtype=np.float32)
+    assert not r.ok and r.first_bad == 2
+    assert not compare(np.array([1.0, 2.0, np.nan, -np.inf], np.float32), ref, tol=TOL, dtype=np.float32).ok
+
+
+def test_integers_exact():
+    ref = np.arange(100, dtype=np.int32)
+    assert compare(ref.copy(), ref, tol={}, dtype=np.int32).ok
+    out = ref.copy()
+    out[7] += 1
+    r = compare(out, ref, tol={"rtol": 1.0, "atol": 1.0, "l2": 1.0}, dtype=np.int32)  # tolerances ignored
+    assert not r.ok and r.n_bad == 1 and r.first_bad == 7
+    assert not compare(ref[:99], ref, tol={}, dtype=np.int32).ok  # size mismatch
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64, np.int32, np.uint32, np.int64, np.int8, np.uint8, np.bool_])
+def test_poison_roundtrip(dt):
+    buf = poison_array(50, dt)
+    assert buf.dtype == np.dtype(dt) and count_poison(buf, dt) == 50
+    assert POISON[np.dtype(dt)].tobytes() == poison_value(dt).tobytes()
+    assert buf.tobytes() == poison_bytes(dt) * 50
+    buf[:20] = np.zeros(20, dt)
+    assert count_poison(buf, dt) == 30
+
+
+def test_poison_nan_differs_from_computed_nan_and_is_reported():
+    out = poison_array(8, np.float32)
+    out[:4] = [1, 2, 3, np.float32(np.nan)]  # a NaN the kernel computed is not "unwritten"
+    assert np.isnan(poison_value(np.float32)) and count_poison(out, np.float32) == 4
+    r = compare(out, np.arange(1, 9, dtype=np.float64), tol=TOL, dtype=np.float32)
+    assert not r.ok and r.unwritten == 4 and r.n_nan == 5 and r.first_bad == 3
+    assert poison_value(np.int32) == np.int32(0x7FC0DEAD)
+    assert "never written" in r.summary()

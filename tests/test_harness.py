@@ -1,0 +1,147 @@
+"""The harness end to end: one record per candidate, honest no-GPU results, the store, rewards.
+
+CPU tests run everywhere (they compile for real with nvcc); `gpu` tests check correctness,
+timing and speedups on the hand-written dev tasks and are run on the H200 before closing.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cudaperf.config import RewardConfig, get_profile
+from cudaperf.devtasks import dev_tasks
+from cudaperf.harness import Harness
+from cudaperf.result import EvalResult
+from cudaperf.rewards import VerifiableReward, extract_code, reward_components
+
+pytestmark = pytest.mark.timeout(900)
+
+TASKS = {t.task_id: t for t in dev_tasks()}
+SAXPY = TASKS["dev/saxpy_f32"]
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("harness-cache")
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache)}).harness)
+    yield h
+    h.close()
+
+
+def test_one_record_per_candidate_in_order(harness):
+    good = SAXPY.variant("naive").source
+    items = [(SAXPY, good), (SAXPY, "this is not CUDA {"), (SAXPY, ""), (SAXPY, good + "\n// dup\n")]
+    res = harness.evaluate_many(items)
+    assert len(res) == 4 and all(isinstance(r, EvalResult) for r in res)
+    assert [r.task_id for r in res] == [SAXPY.task_id] * 4
+    assert res[1].status == "compile_error" and not res[1].compiled and "error" in res[1].compile_log
+    assert res[2].status == "invalid"
+    for r in (res[0], res[3]):
+        assert r.compiled
+        if not harness.has_gpu:
+            # Honest on a CPU machine: nothing guessed.
+            assert r.status == "compiled" and r.pass_rate is None and r.runtime_ms is None
+            assert r.speedup is None and "not run" in r.message
+
+
+def test_resources_reported_per_kernel(harness):
+    r = harness.evaluate(TASKS["dev/row_sum_f32"], TASKS["dev/row_sum_f32"].variant("block_per_row").source)
+    assert r.compiled
+    (name, res), = [(k, v) for k, v in r.resources.items() if "row_sum_block" in k]
+    assert res["registers"] > 0 and res["smem_static"] == 256 * 4
+
+
+def test_store_serves_repeats_without_rerunning(harness):
+    src = SAXPY.variant("grid_stride").source + "\n// store test\n"
+    first = harness.evaluate(SAXPY, src)
+    second = harness.evaluate(SAXPY, src)
+    assert not first.cached and second.cached
+    assert second.status == first.status and second.candidate_hash == first.candidate_hash
+
+
+def test_internal_error_still_gives_a_record(harness, monkeypatch):
+    def boom(*a, **k):
+        raise RuntimeError("simulated harness bug")
+
+    monkeypatch.setattr("cudaperf.harness.compile_candidate", boom)
+    r = harness.evaluate(SAXPY, SAXPY.variant("naive").source + "// internal\n")
+    assert r.status == "crashed" and "internal harness error" in r.message
+
+
+def test_reward_gates_follow_design():
+    cfg = RewardConfig()
+    base = dict(task_id="t", candidate_hash="h")
+    assert reward_components(EvalResult(**base, compiled=False, status="compile_error"), cfg)["r_ver"] == -3.0
+    wrong = EvalResult(**base, compiled=True, status="wrong", pass_rate=0.25, correct=False)
+    assert reward_components(wrong, cfg)["r_ver"] == pytest.approx(-2.0 * 0.75)
+    fast = EvalResult(**base, compiled=True, status="correct", pass_rate=1.0, correct=True,
+                      speedup=4.0, cv=0.01)
+    c = reward_components(fast, cfg)
+    assert c["r_speed"] == pytest.approx(2.0) and c["r_cv"] == pytest.approx(-0.01)
+    huge = EvalResult(**base, compiled=True, status="correct", pass_rate=1.0, correct=True, speedup=1e6, cv=0)
+    assert reward_components(huge, cfg)["r_speed"] == pytest.approx(4.0)  # clipped at 16x
+    slow = EvalResult(**base, compiled=True, status="correct", pass_rate=1.0, correct=True, speedup=0.01, cv=0)
+    assert reward_components(slow, cfg)["r_speed"] == pytest.approx(-0.5)
+    hacked = EvalResult(**base, compiled=True, status="correct", pass_rate=1.0, correct=True, speedup=50.0,
+                        cv=0, flags=["hack:faster_than_roofline"])
+    assert reward_components(hacked, cfg)["r_speed"] == 0.0
+    recheck = EvalResult(**base, compiled=True, status="wrong", pass_rate=1.0, correct=False)
+    assert reward_components(recheck, cfg)["r_ver"] < 0
+    nogpu = EvalResult(**base, compiled=True, status="compiled")
+    assert reward_components(nogpu, cfg)["r_ver"] == cfg.compile_only_reward
+
+
+def test_extract_code_tolerates_chatter():
+    code = 'extern "C" void f() {}'
+    assert extract_code(f"Sure! Here it is:\n```cuda\n{code}\n```\nHope it helps.").strip() == code
+    assert extract_code(f"```\n{code}\n```").strip() == code
+    assert extract_code([{"role": "assistant", "content": f"```cpp\n{code}\n```"}]).strip() == code
+    assert extract_code(code).strip() == code
+
+
+def test_trl_reward_signature_and_logging(harness):
+    logged, metrics = {}, {}
+    rf = VerifiableReward(tasks=TASKS, harness_config=harness.cfg)
+    rf._harness = harness
+    out = rf(prompts=["p", "p"], completions=[f"```cuda\n{SAXPY.variant('naive').source}```", "garbage {"],
+             task_id=[SAXPY.task_id] * 2, log_extra=lambda k, v: logged.setdefault(k, v),
+             log_metric=lambda k, v: metrics.setdefault(k, v))
+    assert len(out) == 2 and out[1] == -3.0 and math.isfinite(out[0])
+    assert len(logged["eval_result"]) == 2 and "reward/r_comp" in metrics
+    import pickle
+
+    assert pickle.loads(pickle.dumps(rf)).tasks.keys() == TASKS.keys()
+
+
+# ----------------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+def test_every_dev_variant_is_correct_and_timed(harness):
+    items = [(t, v.source) for t in TASKS.values() for v in t.variants]
+    res = harness.evaluate_many(items)
+    for (t, _), r in zip(items, res):
+        assert r.status == "correct", (t.task_id, r.message, r.failures[:2])
+        assert r.runtime_ms > 0 and r.baseline_ms > 0 and r.cv is not None
+        assert r.gpu and "hack:faster_than_roofline" not in r.flags
+    naive = [r for (t, s), r in zip(items, res) if s == t.baseline_variant.source]
+    for r in naive:  # the naive variant against itself: speedup ~ 1
+        assert 0.8 < r.speedup < 1.25, (r.task_id, r.speedup)
+
+
+@pytest.mark.gpu
+def test_transpose_tiling_beats_naive(harness):
+    t = TASKS["dev/transpose_f32"]
+    r = harness.evaluate(t, t.variant("tiled_smem").source)
+    assert r.correct and r.speedup > 1.3, r.speedup
+
+
+@pytest.mark.gpu
+def test_zero_and_partial_outputs_fail(harness):
+    t = TASKS["dev/row_sum_f32"]
+    zeros = t.variant("naive").source.replace("out[r] = s;", "out[r] = 0.0f * s;")
+    half = t.variant("naive").source.replace("if (r < rows)", "if (r < rows / 2)")
+    rz, rh = harness.evaluate_many([(t, zeros), (t, half)])
+    assert rz.status == "wrong" and rh.status == "wrong"
+    assert any(f.get("reason") == "mismatch" for f in rh.failures)

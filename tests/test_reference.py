@@ -1,0 +1,116 @@
+"""Serial C references: build, promote to double, run sandboxed, cache, fail loudly."""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from cudaperf import reference as ref
+from cudaperf.check import compare
+from cudaperf.devtasks import dev_tasks
+from cudaperf.inputs import make_inputs
+from cudaperf.tasks import task_from_dict
+
+
+def _expected(task, x):
+    """numpy ground truth of each dev task, in float64."""
+    if task.entry == "saxpy":
+        return {"y": np.float64(x["a"]) * x["x"] + x["y"]}
+    if task.entry == "row_sum":
+        return {"out": x["a"].astype(np.float64).reshape(int(x["rows"]), int(x["cols"])).sum(axis=1)}
+    if task.entry == "histogram":
+        return {"hist": np.bincount(x["data"], minlength=int(x["bins"])).astype(np.int32)}
+    if task.entry == "transpose":
+        return {"out": x["in"].reshape(int(x["rows"]), int(x["cols"])).T.reshape(-1).astype(np.float64)}
+    raise KeyError(task.entry)
+
+
+def test_dev_references_every_small_test(tmp_path):
+    for t in dev_tasks():
+        so, precision = ref.build_reference_info(t, cache_dir=tmp_path)
+        assert so.exists() and precision == "double"
+        for test in t.tests:
+            if test.perf:
+                continue
+            out = ref.reference_outputs(t, test, 0, cache_dir=tmp_path)
+            exp = _expected(t, make_inputs(t, test, 0))
+            assert set(out) == set(exp)
+            for name, v in out.items():
+                p = next(p for p in t.signature if p.name == name)
+                assert v.dtype == (np.float64 if p.dtype == np.float32 else p.dtype)
+                r = compare(v, exp[name], tol={"rtol": 1e-12, "atol": 1e-13, "l2": 1e-12}, dtype=v.dtype)
+                assert r.ok, (t.task_id, test.name, r.summary())
+
+
+def test_perf_size_and_cache(tmp_path):
+    t = next(t for t in dev_tasks() if t.entry == "row_sum")
+    test = t.perf_test
+    t0 = time.monotonic()
+    out = ref.reference_outputs(t, test, 1, cache_dir=tmp_path)
+    first = time.monotonic() - t0
+    exp = _expected(t, make_inputs(t, test, 1))["out"]
+    assert out["out"].shape == (8192,) and np.allclose(out["out"], exp, rtol=1e-12)
+    t0 = time.monotonic()
+    again = ref.reference_outputs(t, test, 1, cache_dir=tmp_path)
+    assert time.monotonic() - t0 < first / 5 and np.array_equal(again["out"], out["out"])
+    assert (ref._ref_dir(t, tmp_path) / "perf" / "1.npz").exists()
+
+
+def test_double_promotion_is_more_accurate_than_float(tmp_path):
+    d = dict(next(x for x in __import__("cudaperf.devtasks", fromlist=["DEV_TASKS"]).DEV_TASKS
+                  if x["entry"] == "row_sum"))
+    d["tests"] = [{"name": "long", "sizes": {"rows": 2, "cols": 2_000_000}}]
+    promoted = task_from_dict(d)
+    native = task_from_dict({**d, "task_id": "dev/row_sum_native", "meta": {"reference_precision": "native"}})
+    x = make_inputs(promoted, promoted.tests[0], 0)
+    exact = _expected(promoted, x)["out"]
+    hi = ref.reference_outputs(promoted, promoted.tests[0], 0, cache_dir=tmp_path)["out"]
+    lo = ref.reference_outputs(native, native.tests[0], 0, cache_dir=tmp_path)["out"]
+    assert hi.dtype == np.float64 and lo.dtype == np.float32
+    assert ref.reference_precision(native, cache_dir=tmp_path) == "native"
+    assert np.max(np.abs(hi - exact)) < 1e-6 < np.max(np.abs(lo.astype(np.float64) - exact))
+
+
+def _mini(reference: str, tid: str = "t/mini", **meta):
+    return task_from_dict({
+        "task_id": tid, "track": "c2cuda", "family": "f", "entry": "f", "reference": reference, "meta": meta,
+        "signature": [{"name": "n", "ctype": "int", "role": "size"},
+                      {"name": "x", "ctype": "const float*", "role": "in", "shape": "n"},
+                      {"name": "y", "ctype": "float*", "role": "out", "shape": "n"}],
+        "tests": [{"name": "a", "sizes": {"n": 100}}]})
+
+
+def test_falls_back_to_native_when_promotion_breaks(tmp_path):
+    t = _mini('_Static_assert(sizeof(float) == 4, "needs 32-bit float");\n'
+              "void f(int n, const float *x, float *y) { for (int i = 0; i < n; i++) y[i] = expf(x[i]); }\n")
+    so, precision = ref.build_reference_info(t, cache_dir=tmp_path)
+    assert precision == "native"
+    out = ref.reference_outputs(t, t.tests[0], 0, cache_dir=tmp_path)["y"]
+    assert out.dtype == np.float32
+    x = make_inputs(t, t.tests[0], 0)["x"]
+    assert np.allclose(out, np.exp(x.astype(np.float64)), rtol=1e-6)
+
+
+def test_promoted_float_math_runs_in_double(tmp_path):
+    t = _mini("#include <math.h>\nvoid f(int n, const float *x, float *y) {\n"
+              "  for (int i = 0; i < n; i++) y[i] = expf(x[i]) * sqrtf(fabsf(x[i]));\n}\n")
+    out = ref.reference_outputs(t, t.tests[0], 0, cache_dir=tmp_path)["y"]
+    x = make_inputs(t, t.tests[0], 0)["x"].astype(np.float64)
+    assert np.max(np.abs(out - np.exp(x) * np.sqrt(np.abs(x)))) < 1e-14
+
+
+def test_crash_timeout_and_compile_error_raise(tmp_path):
+    crash = _mini("void f(int n, const float *x, float *y) { *(volatile int *)0 = n; }\n", tid="t/crash")
+    with pytest.raises(ref.ReferenceError, match="t/crash") as e:
+        ref.reference_outputs(crash, crash.tests[0], 0, cache_dir=tmp_path)
+    assert "SIGSEGV" in str(e.value)
+    hang = _mini("void f(int n, const float *x, float *y) { for (volatile int i = 0; ; i++) ; }\n", tid="t/hang")
+    t0 = time.monotonic()
+    with pytest.raises(ref.ReferenceError, match="timed out"):
+        ref.reference_outputs(hang, hang.tests[0], 0, cache_dir=tmp_path, timeout_s=2)
+    assert time.monotonic() - t0 < 15
+    broken = _mini("void f(int n, const float *x, float *y) { y[0] = undefined_name; }\n", tid="t/broken")
+    with pytest.raises(ref.ReferenceError, match="t/broken.*does not compile") as e:
+        ref.build_reference(broken, cache_dir=tmp_path)
+    assert "undefined_name" in str(e.value)
