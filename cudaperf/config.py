@@ -9,7 +9,7 @@ unknown profile names and unknown override keys raise `ConfigError` listing what
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, dataclass, field, fields, is_dataclass, replace
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 PROFILE_NAMES = ("smoke", "mini", "paper")
@@ -48,13 +48,15 @@ class HarnessConfig:
     arch: str = _f("auto", "nvcc target, e.g. 'sm_90' for the H200; 'auto' detects the GPU, else sm_90.")
     nvcc_flags: tuple = _f(("-O3", "-std=c++17"), "Extra nvcc flags for every candidate.")
     compile_timeout_s: float = _f(60.0, "Wall-clock limit of one nvcc run.")
-    run_timeout_s: float = _f(30.0, "Watchdog per candidate in the worker (checks + timing).")
+    run_timeout_s: float = _f(10.0, "Watchdog per runner request (a load, a checked call); timing gets 4x. "
+                                    "A hung kernel holds its GPU this long, so keep it short.")
     worker_mem_gb: float = _f(16.0, "Address-space limit of a worker process (GiB); CUDA reserves a lot of virtual memory.")
     worker_fsize_mb: float = _f(64.0, "Largest file a worker may write (MiB): caps printf floods.")
     warmup: int = _f(3, "Untimed calls before timing.")
     reps: int = _f(20, "Timed repetitions; the median is the runtime, their CV the stability.")
     flush_l2: bool = _f(True, "Overwrite a buffer twice the L2 size between repetitions.")
-    check_seeds: int = _f(4, "Size of the pool of input seeds per test (references cached per task, test, seed).")
+    check_seeds: int = _f(2, "Input seeds per test (references cached per task, test, seed). Checks draw one at "
+                             "random; the recheck after timing always uses another, so 2 already defeats caching.")
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")
@@ -88,7 +90,7 @@ _PROFILES: dict[str, Profile] = {
                     "where no GPU; minutes.",
         needs_gpu=False,
         data=DataConfig(max_tasks=24),
-        harness=HarnessConfig(reps=5, warmup=1, check_seeds=2),
+        harness=HarnessConfig(reps=5, warmup=1),
     ),
     "mini": Profile(
         name="mini",
@@ -176,4 +178,4 @@ def default_profile() -> str:
 
 
 __all__ = ["ConfigError", "DataConfig", "HarnessConfig", "PROFILE_NAMES", "Profile",
-           "RewardConfig", "default_profile", "describe", "get_profile", "MISSING"]
+           "RewardConfig", "default_profile", "describe", "get_profile"]

@@ -1224,8 +1224,10 @@ def _match_resources(name: str, resources: dict | None) -> dict | None:
         return None
     if name in resources:
         return resources[name]
+    from cudaperf.compile import kernel_base_name  # demangled keys: "k(int, float*)" -> "k"
+
     for key, val in resources.items():
-        if _mangled_base(key) == name:
+        if _mangled_base(key) == name or kernel_base_name(key) == name:
             return val
     return None
 

@@ -142,11 +142,11 @@ def scalar_literal(p: Param, value) -> str:
 
 
 def write_argfile(task: Task, test: TestConfig, inputs: dict, data_dir: Path, argfile: Path,
-                  poison: dict[str, bytes]) -> None:
+                  poison: dict[str, bytes], relative_to: Path | None = None) -> None:
     """Describe one call: pointer buffers (with their input file) and scalar values.
 
-    Input arrays are written to `data_dir` (shared, read-only for the runner); the argfile itself
-    goes to the runner's scratch directory.
+    Input arrays are written to `data_dir` inside the runner's scratch directory; with
+    `relative_to` (the scratch dir) the argfile names them relative to it.
     """
     lines = []
     for p in task.signature:
@@ -160,7 +160,9 @@ def write_argfile(task: Task, test: TestConfig, inputs: dict, data_dir: Path, ar
                     assert arr.size == n, (p.name, arr.size, n)
                     arr.tofile(f)
                     os.chmod(f, 0o644)
-                data = str(f)
+                # Relative to the runner's cwd when asked: the runner overmounts /dev/shm and /tmp
+                # with private tmpfs, and only its cwd keeps the original scratch directory.
+                data = str(f.relative_to(relative_to)) if relative_to else str(f)
             pz = poison.get(p.name)
             lines.append(f"P {p.name} {p.role} {p.dtype.itemsize} {n} {data} "
                          f"{pz.hex() if pz else '-'}")
@@ -175,7 +177,7 @@ def write_argfile(task: Task, test: TestConfig, inputs: dict, data_dir: Path, ar
 
 @dataclass
 class RunnerLimits:
-    run_timeout_s: float = 30.0
+    run_timeout_s: float = 10.0
     mem_bytes: int = 16 << 30  # resident memory watchdog
     fsize_bytes: int = 64 << 20
     nproc: int = 512  # counts threads of the runner's uid (CUDA starts several)
@@ -229,6 +231,17 @@ class Runner:
         self._cmd = os.fdopen(cmd_w, "w", buffering=1)
         self._rep = rep_r
         self._buf = b""
+
+    def stage(self, path: str | Path, name: str) -> str:
+        """Copy a library into the scratch dir and return the name the runner should open.
+
+        The runner sees /tmp, /var/tmp and /dev/shm as private empty tmpfs, and everything it
+        opens is named relative to its cwd (the scratch dir), wherever the caches live.
+        """
+        dst = self.scratch / name
+        shutil.copyfile(path, dst)
+        os.chmod(dst, 0o755)
+        return f"./{name}"  # dlopen searches library paths for a bare name: make it a path
 
     # -- protocol
     def request(self, line: str, timeout: float | None = None) -> str:

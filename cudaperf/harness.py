@@ -51,6 +51,22 @@ from cudaperf.tasks import Task, TestConfig
 
 MAX_SOURCE_BYTES = 200_000
 
+# The in-process naive time may exceed its time alone by this factor before the candidate is
+# suspected of slowing it (the interleaved timing's own noise is a few percent).
+BASELINE_DRIFT = 1.15
+
+# Static suspicions that withhold the speed reward (the candidate is still compiled, run and
+# checked, and its record says why). A kernel translation needs none of these; each is the
+# raw material of a known attack on in-process timing or on the sandbox: talking to the
+# runner's pipes, state kept across calls (memoising the timed calls), work at load time or on
+# threads of its own, other processes, files, network, privileges, obfuscation. Side streams,
+# printf and CUDA events stay allowed: they cannot fake the measured time (the timed region
+# ends with a device-wide synchronisation).
+BLOCKING_SUSPICIONS = frozenset({
+    "fd_tamper", "privilege", "process", "dlopen", "obfuscation", "threads", "signal",
+    "static_cache", "load_time", "env", "network", "file_io", "device_reset", "sleep", "exit",
+    "inline_asm"})
+
 
 def _median_cv(xs: Sequence[float]) -> tuple[float, float]:
     a = np.asarray(xs, dtype=np.float64)
@@ -145,10 +161,13 @@ class Harness:
         # References stay unreadable to the runner's uid.
         (self.cache_dir / "ref").mkdir(exist_ok=True)
         os.chmod(self.cache_dir / "ref", 0o700)
-        self.scratch_base = Path("/dev/shm" if Path("/dev/shm").is_dir() else tempfile.gettempdir()) \
-            / f"cudaperf-{os.getpid()}"
-        self.scratch_base.mkdir(parents=True, exist_ok=True)
+        # Scratch in RAM where possible (perf-size inputs are hundreds of MB); one directory per
+        # Harness instance, so two instances in a process never clean up each other's files.
+        shm = Path("/dev/shm")
+        self.scratch_base = Path(tempfile.mkdtemp(prefix="cudaperf-", dir=shm if shm.is_dir() else None))
         os.chmod(self.scratch_base, 0o711)
+        self._clean_base: dict[tuple, tuple[float, float]] = {}
+        self._clean_mu = threading.Lock()
 
     # ------------------------------------------------------------------ environment
     def _select_gpus(self) -> list[int]:
@@ -189,6 +208,47 @@ class Harness:
         return {"cudaperf": __version__, "toolchain": toolchain_id(), "arch": self.arch}
 
     # ------------------------------------------------------------------ public API
+    def prepare(self, tasks: Sequence[Task], *, progress: bool = False) -> dict[str, str]:
+        """Per-task one-off work, in parallel on all cores: the naive variant's build and the
+        reference outputs for every test and seed of the pool.
+
+        Evaluation does this lazily anyway; calling it first keeps it out of per-candidate
+        timings (the benchmark reports it separately). Returns {task_id: error} for tasks whose
+        naive variant or reference failed (those tasks cannot be evaluated).
+        """
+        errors: dict[str, str] = {}
+        jobs = [(t, x, s) for t in tasks for x in t.tests for s in range(self.cfg.check_seeds)]
+        bar = None
+        if progress:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=len(jobs) + (len(tasks) if self.has_gpu else 0), desc="prepare", unit="job")
+
+        def ref(job):
+            t, x, s = job
+            try:
+                reference_outputs(t, x, s, cache_dir=str(self.cache_dir))
+            except Exception as e:  # reported, not raised: one bad task must not stop the rest
+                errors.setdefault(t.task_id, f"reference: {e}"[:500])
+            if bar is not None:
+                bar.update(1)
+
+        def naive(t):
+            try:
+                self._baseline_so(t)
+            except Exception as e:
+                errors.setdefault(t.task_id, f"naive: {e}"[:500])
+            if bar is not None:
+                bar.update(1)
+
+        with ThreadPoolExecutor(max_workers=self.cfg.compile_jobs or os.cpu_count() or 1) as ex:
+            if self.has_gpu:
+                list(ex.map(naive, tasks))
+            list(ex.map(ref, jobs))
+        if bar is not None:
+            bar.close()
+        return errors
+
     def evaluate(self, task: Task, source: str) -> EvalResult:
         """Evaluate one candidate translation unit for `task`. Never raises."""
         return self.evaluate_many([(task, source)])[0]
@@ -225,19 +285,21 @@ class Harness:
     # ------------------------------------------------------------------ one candidate
     def _evaluate_safe(self, task: Task, source: str) -> EvalResult:
         t0 = time.perf_counter()
+        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(source))
         try:
-            res = self._evaluate(task, source)
+            res = self._evaluate(task, source, res)
         except Exception as e:  # a harness bug must still give the candidate its record
-            res = EvalResult(task_id=task.task_id, candidate_hash=_hash(source), status="crashed",
-                             message=f"internal harness error: {type(e).__name__}: {e}")
+            # What was established (compiled, compile log, flags) stays in the record.
+            res.status = "crashed"
+            res.correct = False
+            res.message = f"internal harness error: {type(e).__name__}: {e}"
             res.failures.append({"stage": "harness", "reason": "internal_error",
                                  "detail": traceback.format_exc()[-2000:]})
         res.timings["total"] = round(time.perf_counter() - t0, 4)
         return res
 
-    def _evaluate(self, task: Task, source: str) -> EvalResult:
-        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(source),
-                         versions=self.versions())
+    def _evaluate(self, task: Task, source: str, res: EvalResult) -> EvalResult:
+        res.versions = self.versions()
         if not isinstance(source, str) or not source.strip():
             res.message = "empty candidate"
             return res
@@ -251,6 +313,9 @@ class Harness:
                 return hit
 
         res.flags = list(scan_source(source))
+        blocked = sorted(f for f in res.flags if f.split(":", 1)[1] in BLOCKING_SUSPICIONS)
+        if blocked:
+            res.flags.append("hack:disallowed_host_code")
         t = time.perf_counter()
         with self._compile_sem if hasattr(self, "_compile_sem") else contextlib.nullcontext():
             cr = compile_candidate(source, arch=self.arch, flags=tuple(self.cfg.nvcc_flags),
@@ -326,6 +391,22 @@ class Harness:
                                       mem_bytes=int(self.cfg.worker_mem_gb * (1 << 30)),
                                       fsize_bytes=int(self.cfg.worker_fsize_mb * (1 << 20)))
 
+    @contextlib.contextmanager
+    def _runner(self, gpu: int, slot: int):
+        """A fresh sandboxed runner on `gpu` with its own uid and scratch dir; always torn down."""
+        runner = None
+        with sandbox.acquire_uid() as uid:
+            scratch = sandbox.make_scratch(self.scratch_base, uid=uid, prefix=f"run{slot}-")
+            try:
+                runner = gpuworker.Runner(self._runner_bin, gpu=gpu, scratch=scratch, uid=uid,
+                                          limits=self._limits())
+                yield runner, scratch
+            finally:
+                if runner is not None:
+                    with self._locks[gpu].shared():  # context teardown is GPU work too
+                        runner.close()
+                sandbox.cleanup_scratch(scratch)
+
     def _run_on_gpu(self, task: Task, so_path: str, res: EvalResult) -> None:
         t = time.perf_counter()
         base_so = self._baseline_so(task)
@@ -337,45 +418,75 @@ class Harness:
         res.timings["prepare"] = round(time.perf_counter() - t, 4)
         slot = self._slots.get()  # bounds concurrent runners to workers_per_gpu per GPU
         gpu = self._pick_gpu()
-        runner = None
         try:
-            with sandbox.acquire_uid() as uid:
-                scratch = sandbox.make_scratch(self.scratch_base, uid=uid, prefix=f"run{slot}-")
-                try:
-                    runner = gpuworker.Runner(self._runner_bin, gpu=gpu, scratch=scratch, uid=uid,
-                                              limits=self._limits())
+            clean = self._clean_baseline(task, gpu, slot, shim, base_so)
+            runner = None
+            try:
+                with self._runner(gpu, slot) as (runner, scratch):
                     self._drive(task, runner, shim, so_path, base_so, scratch, gpu, res)
-                except gpuworker.RunnerDied as e:
-                    res.status = "crashed"
-                    tail = runner.output_tail() if runner else ""
-                    res.message = f"runner {e.reason}: {e.detail}"
-                    res.failures.append({"stage": "run", "reason": e.reason, "detail": e.detail,
-                                         "output_tail": tail[-1000:]})
-                    if res.pass_rate is None:
-                        res.pass_rate = 0.0
-                    res.correct = False
-                finally:
-                    if runner is not None:
-                        with self._locks[gpu].shared():  # context teardown is GPU work too
-                            runner.close()
-                    sandbox.cleanup_scratch(scratch)
+            except gpuworker.RunnerDied as e:
+                res.status = "crashed"
+                tail = runner.output_tail() if runner else ""
+                res.message = f"runner {e.reason}: {e.detail}"
+                res.failures.append({"stage": "run", "reason": e.reason, "detail": e.detail,
+                                     "output_tail": tail[-1000:]})
+                if res.pass_rate is None:
+                    res.pass_rate = 0.0
+                res.correct = False
+            if clean is not None and res.baseline_ms is not None:
+                res.baseline_clean_ms = clean
+                if res.baseline_ms > BASELINE_DRIFT * clean:
+                    # The naive variant ran slower next to this candidate than alone: something in
+                    # the candidate's process (a load-time thread, a hog) slowed it.
+                    res.flags.append("hack:baseline_disturbed")
         finally:
             self._slots.put(slot)
+
+    def _clean_baseline(self, task: Task, gpu: int, slot: int, shim: Path, base_so: str) -> float | None:
+        """Median time of the naive variant alone in a runner with no candidate loaded (once per
+        task and GPU): the yardstick the in-process baseline is checked against."""
+        key = (task_fingerprint(task), gpu)
+        with self._clean_mu:
+            if key in self._clean_base:
+                return self._clean_base[key]
+        cfg, perf = self.cfg, task.perf_test
+        try:
+            with self._runner(gpu, slot) as (runner, scratch):
+                shim_name, base_name = runner.stage(shim, "shim.so"), runner.stage(base_so, "base.so")
+                with self._locks[gpu].shared():
+                    rep = runner.request(f"init {shim_name} {self._flush_bytes()}", timeout=60)
+                    if rep.startswith("ok"):
+                        rep = runner.request(f"load 1 {base_name} {task.entry}")
+                if not rep.startswith("ok"):
+                    raise gpuworker.RunnerDied("baseline", rep)
+                self._prepare_args(task, perf, 0, runner, scratch, self._locks[gpu])
+                with self._locks[gpu].exclusive():
+                    rep = runner.request(f"time 1 - {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
+                                         timeout=cfg.run_timeout_s * 4)
+                _, a, _ = _fields(rep, 3)
+                med = _median_cv(_floats(a, cfg.reps))[0]
+        except gpuworker.RunnerDied:
+            med = None  # the check is then skipped; the candidate's own record is unaffected
+        with self._clean_mu:
+            self._clean_base[key] = med
+        return med
 
     def _drive(self, task: Task, runner: gpuworker.Runner, shim: Path, so_path: str, base_so: str,
                scratch: Path, gpu: int, res: EvalResult) -> None:
         cfg = self.cfg
         t = time.perf_counter()
+        shim_name = runner.stage(shim, "shim.so")
+        libs = {0: runner.stage(so_path, "cand.so"), 1: runner.stage(base_so, "base.so")}
         with self._locks[gpu].shared():
-            rep = runner.request(f"init {shim} {self._flush_bytes()}", timeout=60)
+            rep = runner.request(f"init {shim_name} {self._flush_bytes()}", timeout=60)
         if not rep.startswith("ok"):
             raise RuntimeError(f"runner init failed: {rep}")
-        _, name, cc, l2 = rep.split(" ", 3)
+        _, name, cc, l2 = _fields(rep, 4)
         res.gpu = name.replace("_", " ")
         self._gpu_name = res.gpu
         res.versions["compute_capability"] = cc
         res.timings["runner_start"] = round(time.perf_counter() - t, 4)
-        for slot, path in ((0, so_path), (1, base_so)):
+        for slot, path in libs.items():
             rep = runner.request(f"load {slot} {path} {task.entry}")
             if not rep.startswith("ok"):
                 if slot == 1:
@@ -416,9 +527,9 @@ class Harness:
             res.message = f"CUDA error while timing: {rep}"
             res.failures.append({"stage": "time", "reason": rep})
             return
-        _, a, b = rep.split(" ")
-        res.runtime_ms, res.cv = _median_cv([float(x) for x in a.split(",")])
-        res.baseline_ms, res.baseline_cv = _median_cv([float(x) for x in b.split(",")])
+        _, a, b = _fields(rep, 3)
+        res.runtime_ms, res.cv = _median_cv(_floats(a, cfg.reps))
+        res.baseline_ms, res.baseline_cv = _median_cv(_floats(b, cfg.reps))
         res.speedup = res.baseline_ms / res.runtime_ms if res.runtime_ms > 0 else None
         # ---- recheck on fresh inputs after timing: a candidate that caches results fails here
         t = time.perf_counter()
@@ -468,9 +579,9 @@ class Harness:
         argfile = scratch / "args.txt"
         poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
                   if p.is_pointer and p.role == "out"}
-        gpuworker.write_argfile(task, test, inputs, data_dir, argfile, poison)
+        gpuworker.write_argfile(task, test, inputs, data_dir, argfile, poison, relative_to=scratch)
         with lock.shared():  # device allocations are GPU work: never during someone's timing
-            rep = runner.request(f"args {argfile}", timeout=120)
+            rep = runner.request(f"args {argfile.relative_to(scratch)}", timeout=120)
         if not rep.startswith("ok"):
             raise gpuworker.RunnerDied("args", rep)
         return inputs
@@ -495,13 +606,13 @@ class Harness:
                 if runner.uid is not None:
                     os.chown(f, runner.uid, runner.uid)
         with lock.shared():
-            rep = runner.request(f"check 0 {outdir}")
+            rep = runner.request(f"check 0 {outdir.relative_to(scratch)}")
         base = {"test": test.name, "seed": seed, "sizes": test.sizes}
         if rep.startswith("cuda"):
             return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
         if not rep.startswith("ok"):
             return False, {**base, "reason": "runner_error", "detail": rep}
-        _, ms, modified = rep.split(" ")
+        _, ms, modified = _fields(rep, 3)
         if modified != "-":
             return False, {**base, "reason": "input_modified", "params": modified.split(",")}
         tol = task.tol()
@@ -526,6 +637,25 @@ class Harness:
         if self.store is not None:
             self.store.close()
         shutil.rmtree(self.scratch_base, ignore_errors=True)
+
+
+def _fields(rep: str, n: int) -> list[str]:
+    """Split a runner reply into exactly n fields; anything else is a protocol violation
+    (candidate code can write to the runner's pipes), which ends the candidate, not the harness."""
+    parts = rep.split(" ")
+    if len(parts) != n:
+        raise gpuworker.RunnerDied("protocol", f"malformed reply {rep[:120]!r}")
+    return parts
+
+
+def _floats(csv: str, n: int) -> list[float]:
+    try:
+        xs = [float(x) for x in csv.split(",")]
+    except ValueError:
+        raise gpuworker.RunnerDied("protocol", f"malformed timings {csv[:120]!r}") from None
+    if len(xs) != n or not all(np.isfinite(x) and x > 0 for x in xs):
+        raise gpuworker.RunnerDied("protocol", f"expected {n} positive timings, got {csv[:120]!r}")
+    return xs
 
 
 def _hash(source: Any) -> str:

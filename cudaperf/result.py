@@ -37,6 +37,7 @@ class EvalResult:
     cv: float | None = None  # coefficient of variation of the timed repetitions
     baseline_ms: float | None = None  # naive variant (c2cuda) or eager (torch2cuda), same worker
     baseline_cv: float | None = None
+    baseline_clean_ms: float | None = None  # the naive variant alone, in a runner of its own
     speedup: float | None = None  # baseline_ms / runtime_ms
     roofline_ms: float | None = None  # min bytes / measured copy bandwidth
     features: dict[str, Any] = field(default_factory=dict)

@@ -13,7 +13,7 @@ import re
 
 FLAGS = ("process", "file_io", "network", "timing_api", "device_reset", "side_stream", "load_time",
          "inline_asm", "dlopen", "sleep", "static_cache", "printf", "exit", "env", "threads",
-         "signal", "obfuscation")
+         "signal", "obfuscation", "fd_tamper", "privilege")
 
 
 def _w(*names: str) -> str:
@@ -54,6 +54,14 @@ _PATTERNS: dict[str, re.Pattern] = {k: re.compile(v) for k, v in {
     "env": _call("getenv", "secure_getenv", "setenv", "putenv", "unsetenv") + r"|\benviron\b",
     "threads": _call("pthread_create") + r"|\bstd\s*::\s*(?:thread|async|jthread)\b",
     "signal": _call("signal", "sigaction", "alarm", "setitimer", "setrlimit", "prctl"),
+    # The runner speaks to the harness on fds 3 and 4: touching descriptors directly is the
+    # first step of forging its replies.
+    "fd_tamper": _call("dup", "dup2", "dup3", "close", "close_range", "fcntl", "pwrite", "pwrite64",
+                       "writev", "pwritev", "sendmsg", "read", "pread", "readv", "ioctl", "select",
+                       "poll", "epoll_create", "epoll_wait") + r"|/proc/self|/dev/fd",
+    "privilege": _call("setuid", "setgid", "seteuid", "setegid", "setresuid", "setresgid", "setreuid",
+                       "setregid", "setgroups", "capset", "unshare", "setns", "mount", "umount", "umount2",
+                       "chroot", "pivot_root"),
 }.items()}
 
 _HEADER_FLAGS = {

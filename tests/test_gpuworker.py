@@ -45,7 +45,7 @@ def _start(runner_bin, cache, tmp, uid, timeout=5.0, fsize=1 << 20):
     scratch = sandbox.make_scratch(tmp, uid=uid, prefix="gw-")
     limits = gpuworker.RunnerLimits(run_timeout_s=timeout, fsize_bytes=fsize)
     r = gpuworker.Runner(runner_bin, gpu=None, scratch=scratch, uid=uid, limits=limits)
-    shim = gpuworker.build_shim(dev_tasks()[0], cache)
+    shim = r.stage(gpuworker.build_shim(dev_tasks()[0], cache), "shim.so")
     rep = r.request(f"init {shim} 0", timeout=60)
     assert rep.startswith("ok") or rep.startswith("cuda"), rep  # no GPU here: a CUDA error is fine
     return r
@@ -102,9 +102,9 @@ def test_load_missing_symbol_and_bad_command(tmp_path, runner_bin, cache):
     so = _gcc_lib(tmp_path, "plain", "void other(void) {}")
     with sandbox.acquire_uid() as uid:
         with _start(runner_bin, cache, tmp_path, uid) as r:
-            assert r.request(f"load 0 {so} saxpy").startswith("err missing symbol")
+            assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy").startswith("err missing symbol")
             assert r.request("frobnicate").startswith("err unknown command")
-            assert r.request(f"load 0 {tmp_path}/nope.so saxpy").startswith("err dlopen")
+            assert r.request("load 0 nope.so saxpy").startswith("err dlopen")
 
 
 def test_load_refused_before_init(tmp_path, runner_bin):
@@ -112,7 +112,7 @@ def test_load_refused_before_init(tmp_path, runner_bin):
     scratch = sandbox.make_scratch(tmp_path, prefix="gw-")
     with gpuworker.Runner(runner_bin, gpu=None, scratch=scratch, uid=None,
                           limits=gpuworker.RunnerLimits(run_timeout_s=5)) as r:
-        assert r.request(f"load 0 {so} saxpy") == "err load before init"
+        assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy") == "err load before init"
 
 
 @pytest.mark.parametrize("name,code,reason", [
@@ -129,7 +129,7 @@ def test_hostile_constructor_is_contained(tmp_path, runner_bin, cache, name, cod
         r = _start(runner_bin, cache, tmp_path, uid, timeout=3.0)
         t0 = time.monotonic()
         with pytest.raises(gpuworker.RunnerDied) as ei:
-            r.request(f"load 0 {so} saxpy")
+            r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy")
         assert ei.value.reason == reason
         assert time.monotonic() - t0 < 10
         r.close()
@@ -148,8 +148,8 @@ def test_fork_in_constructor_cannot_speak_protocol_or_survive(tmp_path, runner_b
         void saxpy(void) {}""")
     with sandbox.acquire_uid() as uid:
         r = _start(runner_bin, cache, tmp_path, uid)
-        assert r.request(f"load 0 {so} saxpy") == "ok"
-        assert r.request(f"load 1 {so} saxpy") == "ok"  # the protocol still works: one reply each
+        assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy") == "ok"
+        assert r.request(f"load 1 {r.stage(so, 'lib1.so')} saxpy") == "ok"  # the protocol still works: one reply each
         r.close()
         if uid is not None:
             time.sleep(0.2)
@@ -165,7 +165,7 @@ def test_printf_flood_is_capped_and_runner_survives(tmp_path, runner_bin, cache)
         void saxpy(void) {}""")
     with sandbox.acquire_uid() as uid:
         r = _start(runner_bin, cache, tmp_path, uid, timeout=60, fsize=1 << 20)
-        assert r.request(f"load 0 {so} saxpy", timeout=60) == "ok"
+        assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy", timeout=60) == "ok"
         assert r.stdout_path.stat().st_size <= 1 << 20
         r.close()
 
@@ -186,5 +186,5 @@ def test_candidate_runs_unprivileged(tmp_path, runner_bin, cache):
         void saxpy(void) {{}}""")
     with sandbox.acquire_uid() as uid:
         with _start(runner_bin, cache, tmp_path, uid) as r:
-            assert r.request(f"load 0 {so} saxpy") == "ok"
+            assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy") == "ok"
     assert not target.exists()

@@ -31,8 +31,9 @@ from typing import Iterable
 
 from cudaperf.tasks import Task, TaskError, task_from_dict
 
-# Fraction of families held out; assignment is by a stable hash of the family name so adding a
-# family never moves existing ones between splits.
+# Fraction of families held out. Families are ordered by a stable hash of their name and the
+# first 15% (rounded, at least one) go to test, the next 10% to val: exact proportions, and
+# the order does not depend on which other families exist.
 SPLIT_FRACTIONS = {"test": 0.15, "val": 0.10}
 
 
@@ -51,22 +52,29 @@ def family_modules() -> dict[str, ModuleType]:
     return mods
 
 
-def split_of(family: str) -> str:
-    h = int(hashlib.sha256(family.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
-    if h < SPLIT_FRACTIONS["test"]:
-        return "test"
-    if h < SPLIT_FRACTIONS["test"] + SPLIT_FRACTIONS["val"]:
-        return "val"
-    return "train"
+def _family_hash(family: str) -> int:
+    return int(hashlib.sha256(family.encode()).hexdigest()[:12], 16)
 
 
-def generate_family(mod: ModuleType, seed: int = 0) -> list[Task]:
+def assign_splits(families: Iterable[str]) -> dict[str, str]:
+    """{family: split} with exact held-out proportions (see SPLIT_FRACTIONS)."""
+    ordered = sorted(set(families), key=_family_hash)
+    n = len(ordered)
+    n_test = max(1, round(SPLIT_FRACTIONS["test"] * n)) if n >= 3 else 0
+    n_val = max(1, round(SPLIT_FRACTIONS["val"] * n)) if n >= 3 else 0
+    out = {}
+    for i, fam in enumerate(ordered):
+        out[fam] = "test" if i < n_test else "val" if i < n_test + n_val else "train"
+    return out
+
+
+def generate_family(mod: ModuleType, seed: int = 0, split: str = "train") -> list[Task]:
     rng = random.Random(f"{seed}:{mod.FAMILY}")
     tasks = []
     for rec in mod.generate(rng):
         rec = dict(rec)
         rec.setdefault("family", mod.FAMILY)
-        rec["split"] = split_of(mod.FAMILY)
+        rec["split"] = split
         rec.setdefault("meta", {})
         rec["meta"] = {**rec["meta"], "category": getattr(mod, "CATEGORY", "")}
         tasks.append(task_from_dict(rec))
@@ -79,10 +87,11 @@ def build_dataset(families: Iterable[str] | None = None, seed: int = 0) -> list[
     unknown = [n for n in names if n not in mods]
     if unknown:
         raise TaskError(f"unknown families {unknown}; known: {sorted(mods)}")
+    splits = assign_splits(mods)  # over ALL families, so a subset build keeps the same splits
     tasks: list[Task] = []
     seen: set[str] = set()
     for n in names:
-        for t in generate_family(mods[n], seed):
+        for t in generate_family(mods[n], seed, splits[n]):
             if t.task_id in seen:
                 raise TaskError(f"duplicate task id {t.task_id!r} (family {n})")
             seen.add(t.task_id)

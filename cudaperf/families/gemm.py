@@ -1,0 +1,199 @@
+"""gemm family: dense matrix products C = alpha*op(A)*op(B) + beta*C.
+
+Guarantees: 81 distinct tasks over element type (float, double, int), transposition (NN, NT,
+TN), update form (axpby, plain, accumulate) and shape class (square, tall, wide, each in its own
+naming style). C is row-major M x N; A is M x K (or K x M for TN), B is K x N (or N x K for NT).
+Perf sizes keep the serial double reference near 5e8 multiply-adds. Variants: naive (one thread
+per C element), 16x16 shared-memory tiles, and 64x64 tiles with 4x4 register blocking; all
+handle any M, N, K >= 1 by zero-padding partial tiles.
+"""
+from __future__ import annotations
+
+import itertools
+import random
+
+FAMILY = "gemm"
+CATEGORY = "linalg"
+_HDR = "#include <cuda_runtime.h>\n"
+
+_STYLES = {  # entry stem, A, B, C, M, N, K, i, j, p
+    "square": ("gemm", "A", "B", "C", "M", "N", "K", "i", "j", "p"),
+    "tall": ("matmul", "a", "b", "c", "m", "n", "k", "row", "col", "l"),
+    "wide": ("mm", "lhs", "rhs", "dst", "rows", "cols", "inner", "r", "s", "t"),
+}
+_PERF = {"square": (1024, 1024, 384), "tall": (4096, 256, 384), "wide": (256, 4096, 384)}
+
+
+def _p(name, ctype, role, shape=None, init=None, value=None):
+    d = {"name": name, "ctype": ctype, "role": role}
+    for k, v in (("shape", shape), ("init", init), ("value", value)):
+        if v is not None:
+            d[k] = v
+    return d
+
+
+def _task(T, trans, form, shape):
+    stem, A, B, C, M, N, K, I, J, P = _STYLES[shape]
+    pre = {"float": "s", "double": "d", "int": "i"}[T]
+    entry = f"{pre}{stem}_{trans.lower()}_{form}"
+    zero = {"float": "0.0f", "double": "0.0", "int": "0"}[T]
+
+    def a_at(i, k, cast=""):
+        return f"{A}[{cast}{i} * {K} + {k}]" if trans[0] == "N" else f"{A}[{cast}{k} * {M} + {i}]"
+
+    def b_at(k, j, cast=""):
+        return f"{B}[{cast}{k} * {N} + {j}]" if trans[1] == "N" else f"{B}[{cast}{j} * {K} + {k}]"
+
+    def c_at(i, j, cast=""):
+        return f"{C}[{cast}{i} * {N} + {j}]"
+
+    def epi(i, j, s, cast="(size_t)"):
+        c = c_at(i, j, cast)
+        return {"axpby": f"{c} = alpha * {s} + beta * {c};", "plain": f"{c} = {s};",
+                "accum": f"{c} += alpha * {s};"}[form]
+
+    rnd = "randint(-8, 8)" if T == "int" else "uniform(-1, 1)"
+    srnd = "randint(-3, 4)" if T == "int" else "uniform(-2, 2)"
+    sig = [_p(M, "int", "size"), _p(N, "int", "size"), _p(K, "int", "size")]
+    if form != "plain":
+        sig.append(_p("alpha", T, "scalar", init=srnd))
+    sig += [_p(A, f"const {T}*", "in", f"{M}*{K}", rnd), _p(B, f"const {T}*", "in", f"{K}*{N}", rnd)]
+    if form == "axpby":
+        sig.append(_p("beta", T, "scalar", init=srnd))
+    sig.append(_p(C, f"{T}*", "out" if form == "plain" else "inout", f"{M}*{N}",
+                  None if form == "plain" else rnd))
+    params = ", ".join(f"{p['ctype'][:-1]} *{p['name']}" if p["ctype"].endswith("*")
+                       else f"{p['ctype']} {p['name']}" for p in sig)
+    args = ", ".join(p["name"] for p in sig)
+
+    ref = (f"void {entry}({params}) {{\n"
+           f"    for (int {I} = 0; {I} < {M}; {I}++) {{\n"
+           f"        for (int {J} = 0; {J} < {N}; {J}++) {{\n"
+           f"            {T} acc = {zero};\n"
+           f"            for (int {P} = 0; {P} < {K}; {P}++)\n"
+           f"                acc += {a_at(I, P)} * {b_at(P, J)};\n"
+           f"            {epi(I, J, 'acc', '')}\n        }}\n    }}\n}}\n")
+
+    naive = _HDR + f'''
+__global__ void {entry}_k({params}) {{
+    long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (idx < (long long){M} * {N}) {{
+        int {I} = (int)(idx / {N}), {J} = (int)(idx % {N});
+        {T} acc = {zero};
+        for (int {P} = 0; {P} < {K}; {P}++) acc += {a_at(I, P, '(size_t)')} * {b_at(P, J, '(size_t)')};
+        {epi(I, J, 'acc')}
+    }}
+}}
+extern "C" void {entry}({params}) {{
+    long long total = (long long){M} * {N};
+    if (total <= 0) return;
+    {entry}_k<<<(unsigned)((total + 255) / 256), 256>>>({args});
+}}
+'''
+    tiled = _HDR + f'''
+#define TS 16
+__global__ void {entry}_tile({params}) {{
+    __shared__ {T} As[TS][TS + 1];
+    __shared__ {T} Bs[TS][TS + 1];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int {I} = blockIdx.y * TS + ty, {J} = blockIdx.x * TS + tx;
+    {T} acc = {zero};
+    for (int k0 = 0; k0 < {K}; k0 += TS) {{
+        int ka = k0 + tx, kb = k0 + ty;
+        As[ty][tx] = ({I} < {M} && ka < {K}) ? {a_at(I, 'ka', '(size_t)')} : ({T})0;
+        Bs[ty][tx] = (kb < {K} && {J} < {N}) ? {b_at('kb', J, '(size_t)')} : ({T})0;
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < TS; kk++) acc += As[ty][kk] * Bs[kk][tx];
+        __syncthreads();
+    }}
+    if ({I} < {M} && {J} < {N}) {{ {epi(I, J, 'acc')} }}
+}}
+extern "C" void {entry}({params}) {{
+    if ({M} <= 0 || {N} <= 0) return;
+    dim3 block(TS, TS), grid(({N} + TS - 1) / TS, ({M} + TS - 1) / TS);
+    {entry}_tile<<<grid, block>>>({args});
+}}
+'''
+    # load mappings follow the storage so that consecutive threads read consecutive addresses
+    a_load = ("int ii = l / BK, kk = l % BK;" if trans[0] == "N" else "int ii = l % BM, kk = l / BM;")
+    b_load = ("int kk = l / BN, jj = l % BN;" if trans[1] == "N" else "int kk = l % BK, jj = l / BK;")
+    reg = _HDR + f'''
+#define BM 64
+#define BN 64
+#define BK 16
+__global__ void __launch_bounds__(256) {entry}_rb({params}) {{
+    __shared__ {T} As[BK][BM + 1];
+    __shared__ {T} Bs[BK][BN];
+    int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+    int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    {T} acc[4][4];
+#pragma unroll
+    for (int ri = 0; ri < 4; ri++)
+#pragma unroll
+        for (int cj = 0; cj < 4; cj++) acc[ri][cj] = {zero};
+    for (int k0 = 0; k0 < {K}; k0 += BK) {{
+        for (int l = threadIdx.x; l < BM * BK; l += 256) {{
+            {a_load}
+            int gi = row0 + ii, gk = k0 + kk;
+            As[kk][ii] = (gi < {M} && gk < {K}) ? {a_at('gi', 'gk', '(size_t)')} : ({T})0;
+        }}
+        for (int l = threadIdx.x; l < BK * BN; l += 256) {{
+            {b_load}
+            int gk = k0 + kk, gj = col0 + jj;
+            Bs[kk][jj] = (gk < {K} && gj < {N}) ? {b_at('gk', 'gj', '(size_t)')} : ({T})0;
+        }}
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < BK; kk++) {{
+            {T} av[4], bv[4];
+#pragma unroll
+            for (int ri = 0; ri < 4; ri++) av[ri] = As[kk][ty + 16 * ri];
+#pragma unroll
+            for (int cj = 0; cj < 4; cj++) bv[cj] = Bs[kk][tx + 16 * cj];
+#pragma unroll
+            for (int ri = 0; ri < 4; ri++)
+#pragma unroll
+                for (int cj = 0; cj < 4; cj++) acc[ri][cj] += av[ri] * bv[cj];
+        }}
+        __syncthreads();
+    }}
+#pragma unroll
+    for (int ri = 0; ri < 4; ri++)
+#pragma unroll
+        for (int cj = 0; cj < 4; cj++) {{
+            int {I} = row0 + ty + 16 * ri, {J} = col0 + tx + 16 * cj;
+            if ({I} < {M} && {J} < {N}) {{ {epi(I, J, 'acc[ri][cj]')} }}
+        }}
+}}
+extern "C" void {entry}({params}) {{
+    if ({M} <= 0 || {N} <= 0) return;
+    dim3 grid(({N} + BN - 1) / BN, ({M} + BM - 1) / BM);
+    {entry}_rb<<<grid, 256>>>({args});
+}}
+'''
+    pm, pn, pk = _PERF[shape]
+    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{trans.lower()}_{form}_{shape}",
+           "track": "c2cuda", "entry": entry, "signature": sig, "reference": ref,
+           "variants": [
+               {"name": "naive", "strategy": "one thread per element of C", "source": naive},
+               {"name": "tiled_smem", "strategy": "16x16 shared-memory tiles of A and B", "source": tiled},
+               {"name": "register_blocking", "strategy": "64x64 block tile, 16-deep k slices, 4x4 outputs per thread in registers", "source": reg},
+           ],
+           "tests": [{"name": "one", "sizes": {M: 1, N: 1, K: 1}},
+                     {"name": "ragged", "sizes": {M: 37, N: 53, K: 29}},
+                     {"name": "odd_tall", "sizes": {M: 129, N: 7, K: 300}},
+                     {"name": "perf", "sizes": {M: pm, N: pn, K: pk}, "perf": True}],
+           "meta": {"flops": f"2*{M}*{N}*{K}", "source": "generated",
+                    "knobs": {"dtype": T, "trans": trans, "form": form, "shape": shape}}}
+    if T == "float":
+        rec["tolerance"] = {"rtol": 2e-3, "atol": 1e-4, "l2": 1e-3}
+    return rec
+
+
+def generate(rng: random.Random) -> list[dict]:
+    out = [_task(*k) for k in itertools.product(("float", "double", "int"), ("NN", "NT", "TN"),
+                                                ("axpby", "plain", "accum"),
+                                                ("square", "tall", "wide"))]
+    rng.shuffle(out)
+    return out

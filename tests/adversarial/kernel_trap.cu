@@ -1,0 +1,13 @@
+// attack: the kernel computes the right answer and then executes __trap() (sticky launch failure)
+// task: dev/saxpy_f32
+// expect: crashed
+// expect-flags: suspicious:exit
+#include <cuda_runtime.h>
+__global__ void saxpy_kernel(int n, float a, const float *x, float *y) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+    if (i == 0) __trap();
+}
+extern "C" void saxpy(int n, float a, const float *x, float *y) {
+    if (n > 0) saxpy_kernel<<<(n + 255) / 256, 256>>>(n, a, x, y);
+}
