@@ -176,6 +176,13 @@ def main(argv: list[str] | None = None) -> int:
     gpu = envinfo.gpus()[0]["name"]
     out = {"gpu": gpu, "manifest": envinfo.machine_manifest(with_torch=False),
            "command": " ".join([Path(sys.executable).name] + sys.argv), "tasks_file": a.tasks}
+    d = Path(a.out)
+    d.mkdir(parents=True, exist_ok=True)
+    f = d / f"harness_{envinfo.gpu_slug(gpu)}.json"
+
+    def save() -> None:  # after every section, so a run cut short keeps what it measured
+        f.write_text(json.dumps(out, indent=1, default=str))
+
     items = pick_variants(tasks, a.n_throughput, a.seed)
     cache = tempfile.mkdtemp(prefix="bench-")
     if "throughput" not in a.skip:
@@ -184,10 +191,12 @@ def main(argv: list[str] | None = None) -> int:
               f"({out['throughput']['candidates']} in {out['throughput']['wall_s']:.1f} s; one-off task "
               f"preparation {out['throughput']['prepare_s']:.1f} s) {out['throughput']['status_counts']}",
               flush=True)
+        save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
         print(f"load_inline: {out['load_inline']['per_minute']:.1f} candidates/min "
               f"(median build {out['load_inline']['median_build_s']:.1f} s)", flush=True)
+        save()
     if "repeat" not in a.skip:
         out["repeatability"] = repeatability(items[: a.n_repeat], cache, a.workers_per_gpu)
         r = out["repeatability"]
@@ -197,10 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     if "throughput" in out and "load_inline" in out:
         out["speed_ratio"] = out["throughput"]["per_minute"] / out["load_inline"]["per_minute"]
         print(f"ratio: {out['speed_ratio']:.1f}x the load_inline path")
-    d = Path(a.out)
-    d.mkdir(parents=True, exist_ok=True)
-    f = d / f"harness_{envinfo.gpu_slug(gpu)}.json"
-    f.write_text(json.dumps(out, indent=1, default=str))
+    save()
     print(f"wrote {f}")
     return 0
 

@@ -13,7 +13,7 @@ import re
 
 FLAGS = ("process", "file_io", "network", "timing_api", "device_reset", "side_stream", "load_time",
          "inline_asm", "dlopen", "sleep", "static_cache", "printf", "exit", "env", "threads",
-         "signal", "obfuscation", "fd_tamper", "privilege")
+         "signal", "obfuscation", "fd_tamper", "privilege", "device_state")
 
 
 def _w(*names: str) -> str:
@@ -180,6 +180,10 @@ def scan_source(source: str) -> list[str]:
         flags.add("obfuscation")
     for m in _RE_STATIC.finditer(code):
         if _is_static_variable(code, m.end()):
-            flags.add("static_cache")
-            break
+            # Static device arrays are the usual home of scratch space (partial sums of a
+            # reduction); host statics are what memoises results across calls.
+            before = re.split(r"[;{}\n]", code[max(0, m.start() - 80):m.start()])[-1]
+            after = re.split(r"[;{}(=\[,]", code[m.end():m.end() + 200])[0]
+            device = re.search(r"\b(?:__device__|__constant__|__shared__|__managed__)\b", before + " " + after)
+            flags.add("device_state" if device else "static_cache")
     return sorted(f"suspicious:{f}" for f in flags)

@@ -78,3 +78,12 @@ def test_fast_on_large_source():
     t0 = time.monotonic()
     assert scan_source(src) == []
     assert time.monotonic() - t0 < 2.0
+
+
+def test_device_scratch_is_not_a_host_cache():
+    """Static __device__ arrays (reduction scratch) are flagged apart from host statics, which
+    the harness treats as memoisation and withholds speed reward for."""
+    assert scan_source("static __device__ float part[256];") == ["suspicious:device_state"]
+    assert scan_source("__device__ static int part[4];") == ["suspicious:device_state"]
+    assert scan_source("static float *last_out = 0;") == ["suspicious:static_cache"]
+    assert scan_source("void f() { static int calls = 0; calls++; }") == ["suspicious:static_cache"]

@@ -104,7 +104,7 @@ def _rows(form, T, IT, d):
         body = (f"{T} acc = 0;\nfor (int k = 0; k < K; k++)\n    acc += table[(size_t)ids[@r * K + k] * d + @j];\n"
                 f"out[(size_t)@r * d + @j] = {fin};")
         s = ({"bags": 1, "K": 1, "d": 1, "vocab": 1}, {"bags": 37, "K": 3, "d": 33, "vocab": 1001},
-             {"bags": (1 << 23) // d, "K": 8, "d": d, "vocab": 50000})
+             {"bags": (1 << 24) // d, "K": 8, "d": d, "vocab": 50000})
         return sig, "bags", "d", "", body, s, f"bags*K*({isz}+{es}*d)+bags*d*{es}"
     if form == "row_perm":
         sig = [P("rows", "int", "size"), P("d", "int", "size"), P("perm", f"const {IT}*", "in", "rows", "perm(rows)"),
@@ -123,7 +123,7 @@ def _rows(form, T, IT, d):
         sig = [P("rows", "int", "size"), P("cols", "int", "size"), P("k", "int", "size"),
                P("a", f"const {T}*", "in", "rows*cols", DATA[T]), P("cidx", f"const {IT}*", "in", "k", "randint(0, cols)"),
                P("out", f"{T}*", "out", "rows*k")]
-        s = ({"rows": 1, "cols": 1, "k": 1}, {"rows": 37, "cols": 1001, "k": 300}, {"rows": 1 << 15, "cols": 1024, "k": 512})
+        s = ({"rows": 1, "cols": 1, "k": 1}, {"rows": 37, "cols": 1001, "k": 300}, {"rows": 1 << 16, "cols": 1024, "k": 512})
         return sig, "rows", "k", "", "out[(size_t)@r * k + @j] = a[(size_t)@r * cols + cidx[@j]];", s, \
             f"rows*k*{2 * es}+k*{isz}"
     raise ValueError(form)

@@ -201,8 +201,10 @@ def generate(rng: random.Random) -> list[dict]:
         sig.append(P(dst, f"{tn}*", "out", "ny*nx"))
         ref = _reference(entry, sig, kind, bc, pitched, ty)
         big = (8192, 8192) if tn == "float" else (8192, 4096)
-        shapes = [("one", 1, 1), ("row", 1, 300), ("col", 515, 1), ("odd", 37, 1001),
-                  ("perf", *big)]
+        # a differential operator is identically 0 on a 1x1 grid; use the smallest grid with a
+        # non-zero answer so a relative tolerance means something
+        edge = ("tiny", 1, 2) if kind in ("laplace5", "laplace9") else ("one", 1, 1)
+        shapes = [edge, ("row", 1, 300), ("col", 515, 1), ("odd", 37, 1001), ("perf", *big)]
         tests = []
         for name, ny, nx in shapes:
             s = {"ny": ny, "nx": nx}

@@ -126,7 +126,7 @@ extern "C" void {entry}({params}) {{
     {entry}_k<<<(unsigned)((total + 255) / 256), 256>>>({args});
 }}
 '''
-    zloop_open = ("for (int b = blockIdx.z; b < batch; b += gridDim.z) {" if batched else "{ const int b = 0;")
+    zloop_open = ("for (int b = blockIdx.z; b < batch; b += gridDim.z) {" if batched else "{ const int b = 0; (void)b;")
     zdim = "(unsigned)(batch < 65535 ? batch : 65535)" if batched else "1"
     two_d = _HDR + f'''
 // 2-D grid over (column, row), no index division; {"the batch runs over blockIdx.z" if batched else "one matrix"}
