@@ -12,6 +12,7 @@ export CUDAPERF_ADV_LOG=$OUT/adversarial_h200.jsonl
 timeout ${TEST_S:-230} python3 -m pytest -q -p no:cacheprovider -m gpu -rA -x --timeout 200 \
   tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py 2>&1 | tail -45 > "$OUT/gpu_tests.log"
 tail -8 "$OUT/gpu_tests.log"
+[ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 python3 -m cudaperf.families build --out /tmp/c2cuda.jsonl.gz | tail -1
 timeout ${BENCH_S:-260} python3 benchmarks/bench_harness.py --tasks /tmp/c2cuda.jsonl.gz --n-throughput ${NT:-240} \
   --n-load-inline ${NL:-8} --n-repeat ${NR:-96} --out "$OUT" 2>&1 | grep -v "it/s\]" | tail -12

@@ -68,15 +68,23 @@ def build_runner(cache_dir: str | Path) -> Path:
     src = RUNNER_SRC.read_bytes()
     key = hashlib.sha256(src + _toolchain_tag().encode()).hexdigest()[:16]
     out = Path(cache_dir) / "runner" / key / "cudaperf_runner"
+    return _cached_build(out, lambda tmp: ["nvcc", "-O2", "-x", "cu", str(RUNNER_SRC), "-o", str(tmp),
+                                           "-cudart", "shared", "-ldl"], "the runner", 300)
+
+
+def _cached_build(out: Path, command, what: str, timeout: int, source: str | None = None) -> Path:
+    """Build a trusted artefact once: `command(tmp_path)` writes it, then it is renamed into place
+    (atomic, so concurrent harnesses never load half a file) and opened up for the runner uid."""
     with _build_lock:
         if out.exists():
             return out
         out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_suffix(".tmp")
-        cmd = ["nvcc", "-O2", "-x", "cu", str(RUNNER_SRC), "-o", str(tmp), "-cudart", "shared", "-ldl"]
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        if source is not None:
+            out.with_suffix(".c").write_text(source)
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        r = subprocess.run(command(tmp), capture_output=True, text=True, timeout=timeout)
         if r.returncode != 0:
-            raise RuntimeError(f"building the runner failed:\n{r.stderr[-4000:]}")
+            raise RuntimeError(f"building {what} failed:\n{r.stderr[-4000:]}")
         os.chmod(tmp, 0o755)
         tmp.rename(out)
         _open_path(out)
@@ -103,21 +111,9 @@ def build_shim(task: Task, cache_dir: str | Path) -> Path:
             f"  ((void (*)({decl}))fn)({call});\n}}\n")
     key = hashlib.sha256(code.encode()).hexdigest()[:16]
     out = Path(cache_dir) / "shims" / f"shim_{key}.so"
-    with _build_lock:
-        if out.exists():
-            return out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        c = out.with_suffix(".c")
-        c.write_text(code)
-        tmp = out.with_suffix(".tmp.so")
-        r = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", str(c), "-o", str(tmp)],
-                           capture_output=True, text=True, timeout=60)
-        if r.returncode != 0:
-            raise RuntimeError(f"building the call shim failed:\n{r.stderr[-2000:]}")
-        os.chmod(tmp, 0o755)
-        tmp.rename(out)
-        _open_path(out)
-    return out
+    src = out.with_suffix(".c")
+    return _cached_build(out, lambda tmp: ["gcc", "-O2", "-shared", "-fPIC", str(src), "-o", str(tmp)],
+                         "the call shim", 60, source=code)
 
 
 def _open_path(path: Path) -> None:

@@ -145,7 +145,7 @@ def generate(rng: random.Random) -> list[dict]:
                P("y", f"{tn}*", "out", "n")]
         ref = _reference(entry, sig, op, wt, W, ty)
         big = min(1 << 26, (1 << 31) // W) if tn != "double" else min(1 << 25, (1 << 31) // W)
-        big = min(big, int(4e8 // W))
+        big = min(big, int(1.2e9 // W))  # serial C cost ~ n * W
         tests = [T("one", {"n": 1}), T("short", {"n": W // 2 + 1}), T("odd", {"n": 1003}),
                  T("perf", {"n": big}, perf=True)]
         out.append(record(FAMILY, f"{op}_{wt}_w{W}_{ty.tag}", entry, sig, ref,
