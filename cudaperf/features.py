@@ -1244,10 +1244,21 @@ def static_features(source: str, *, resources: dict | None = None, cc: str | flo
     return out
 
 
+_RE_BLANK = re.compile(r"^[ \t]*#[ \t]*pragma\b[^\n]*|\b__align__[ \t]*\([ \t]*\w+[ \t]*\)", re.M)
+
+
+def _blank_pragmas(source: str) -> str:
+    # tree-sitter's grammar rejects a directive between a for-header and an unbraced body
+    # (``for (...)\n#pragma unroll\nfor (...)``) and CUDA's ``__align__(8)`` specifier, both of
+    # which nvcc accepts. No feature reads either, so they become spaces of the same length:
+    # line numbers in notes stay right.
+    return _RE_BLANK.sub(lambda m: " " * len(m.group(0)), source)
+
+
 def _extract(source: str, resources: dict | None, cc, sizes: dict, out: StaticFeatures) -> None:
     if not isinstance(source, str):
         source = str(source)
-    tree = _parser().parse(source.encode("utf-8", "replace"))
+    tree = _parser().parse(_blank_pragmas(source).encode("utf-8", "replace"))
     root = tree.root_node
     if root.has_error:
         out.parse_ok = False

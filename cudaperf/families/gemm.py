@@ -1,8 +1,9 @@
 """gemm family: dense matrix products C = alpha*op(A)*op(B) + beta*C.
 
-Guarantees: 81 distinct tasks over element type (float, double, int), transposition (NN, NT,
-TN), update form (axpby, plain, accumulate) and shape class (square, tall, wide, each in its own
-naming style). C is row-major M x N; A is M x K (or K x M for TN), B is K x N (or N x K for NT).
+Guarantees: 84 distinct tasks sampled from element type (float, double, int) x transposition
+(NN, NT, TN) x update form (axpby, plain, accumulate) x loop order of the C code (dot-product
+i-j-p, or the cache-aware row update i-p-j) x packed or BLAS leading dimensions (lda/ldb/ldc,
+whose padding must survive); each gets a shape class (square, tall, wide) for its perf size. C is row-major M x N; A is M x K (or K x M for TN), B is K x N (or N x K for NT).
 Perf sizes keep the serial double reference near 5e8 multiply-adds. Variants: naive (one thread
 per C element), 16x16 shared-memory tiles, and 64x64 tiles with 4x4 register blocking; all
 handle any M, N, K >= 1 by zero-padding partial tiles.
@@ -32,20 +33,23 @@ def _p(name, ctype, role, shape=None, init=None, value=None):
     return d
 
 
-def _task(T, trans, form, shape):
+def _task(T, trans, form, order, ld, shape):
     stem, A, B, C, M, N, K, I, J, P = _STYLES[shape]
     pre = {"float": "s", "double": "d", "int": "i"}[T]
-    entry = f"{pre}{stem}_{trans.lower()}_{form}"
+    entry = f"{pre}{stem}_{trans.lower()}_{form}{'_ld' if ld else ''}{'_ipj' if order == 'ipj' else ''}"
+    LDA = "lda" if ld else (K if trans[0] == "N" else M)
+    LDB = "ldb" if ld else (N if trans[1] == "N" else K)
+    LDC = "ldc" if ld else N
     zero = {"float": "0.0f", "double": "0.0", "int": "0"}[T]
 
     def a_at(i, k, cast=""):
-        return f"{A}[{cast}{i} * {K} + {k}]" if trans[0] == "N" else f"{A}[{cast}{k} * {M} + {i}]"
+        return f"{A}[{cast}{i} * {LDA} + {k}]" if trans[0] == "N" else f"{A}[{cast}{k} * {LDA} + {i}]"
 
     def b_at(k, j, cast=""):
-        return f"{B}[{cast}{k} * {N} + {j}]" if trans[1] == "N" else f"{B}[{cast}{j} * {K} + {k}]"
+        return f"{B}[{cast}{k} * {LDB} + {j}]" if trans[1] == "N" else f"{B}[{cast}{j} * {LDB} + {k}]"
 
     def c_at(i, j, cast=""):
-        return f"{C}[{cast}{i} * {N} + {j}]"
+        return f"{C}[{cast}{i} * {LDC} + {j}]"
 
     def epi(i, j, s, cast="(size_t)"):
         c = c_at(i, j, cast)
@@ -55,24 +59,43 @@ def _task(T, trans, form, shape):
     rnd = "randint(-8, 8)" if T == "int" else "uniform(-1, 1)"
     srnd = "randint(-3, 4)" if T == "int" else "uniform(-2, 2)"
     sig = [_p(M, "int", "size"), _p(N, "int", "size"), _p(K, "int", "size")]
+    if ld:
+        sig += [_p("lda", "int", "size"), _p("ldb", "int", "size"), _p("ldc", "int", "size")]
+    a_rows = M if trans[0] == "N" else K
+    b_rows = K if trans[1] == "N" else N
     if form != "plain":
         sig.append(_p("alpha", T, "scalar", init=srnd))
-    sig += [_p(A, f"const {T}*", "in", f"{M}*{K}", rnd), _p(B, f"const {T}*", "in", f"{K}*{N}", rnd)]
+    sig += [_p(A, f"const {T}*", "in", f"{a_rows}*{LDA}" if ld else f"{M}*{K}", rnd),
+            _p(B, f"const {T}*", "in", f"{b_rows}*{LDB}" if ld else f"{K}*{N}", rnd)]
     if form == "axpby":
         sig.append(_p("beta", T, "scalar", init=srnd))
-    sig.append(_p(C, f"{T}*", "out" if form == "plain" else "inout", f"{M}*{N}",
-                  None if form == "plain" else rnd))
+    # with a leading dimension the padding of C must survive, so C is read-write even for C = AB
+    c_out = form == "plain" and not ld
+    sig.append(_p(C, f"{T}*", "out" if c_out else "inout", f"{M}*{LDC}", None if c_out else rnd))
     params = ", ".join(f"{p['ctype'][:-1]} *{p['name']}" if p["ctype"].endswith("*")
                        else f"{p['ctype']} {p['name']}" for p in sig)
     args = ", ".join(p["name"] for p in sig)
 
-    ref = (f"void {entry}({params}) {{\n"
-           f"    for (int {I} = 0; {I} < {M}; {I}++) {{\n"
-           f"        for (int {J} = 0; {J} < {N}; {J}++) {{\n"
-           f"            {T} acc = {zero};\n"
-           f"            for (int {P} = 0; {P} < {K}; {P}++)\n"
-           f"                acc += {a_at(I, P)} * {b_at(P, J)};\n"
-           f"            {epi(I, J, 'acc', '')}\n        }}\n    }}\n}}\n")
+    if order == "ijp":
+        ref = (f"void {entry}({params}) {{\n"
+               f"    for (int {I} = 0; {I} < {M}; {I}++) {{\n"
+               f"        for (int {J} = 0; {J} < {N}; {J}++) {{\n"
+               f"            {T} acc = {zero};\n"
+               f"            for (int {P} = 0; {P} < {K}; {P}++)\n"
+               f"                acc += {a_at(I, P)} * {b_at(P, J)};\n"
+               f"            {epi(I, J, 'acc', '')}\n        }}\n    }}\n}}\n")
+    else:  # row-update (i-p-j) order, as cache-aware C code is written: scale the row of C first
+        pre_row = {"axpby": f"        for (int {J} = 0; {J} < {N}; {J}++) {c_at(I, J)} *= beta;\n",
+                   "plain": f"        for (int {J} = 0; {J} < {N}; {J}++) {c_at(I, J)} = {zero};\n",
+                   "accum": ""}[form]
+        scale = "" if form == "plain" else "alpha * "
+        ref = (f"void {entry}({params}) {{\n"
+               f"    for (int {I} = 0; {I} < {M}; {I}++) {{\n" + pre_row +
+               f"        for (int {P} = 0; {P} < {K}; {P}++) {{\n"
+               f"            {T} aip = {scale}{a_at(I, P)};\n"
+               f"            for (int {J} = 0; {J} < {N}; {J}++)\n"
+               f"                {c_at(I, J)} += aip * {b_at(P, J)};\n"
+               f"        }}\n    }}\n}}\n")
 
     naive = _HDR + f'''
 __global__ void {entry}_k({params}) {{
@@ -173,27 +196,37 @@ extern "C" void {entry}({params}) {{
 }}
 '''
     pm, pn, pk = _PERF[shape]
-    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{trans.lower()}_{form}_{shape}",
+
+    def sizes(m, n, k, pad):
+        d = {M: m, N: n, K: k}
+        if ld:
+            d.update(lda=(k if trans[0] == "N" else m) + pad, ldb=(n if trans[1] == "N" else k) + pad + 1,
+                     ldc=n + pad + 2)
+        return d
+    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{trans.lower()}_{form}_{order}{'_ld' if ld else ''}_{shape}",
            "track": "c2cuda", "entry": entry, "signature": sig, "reference": ref,
            "variants": [
                {"name": "naive", "strategy": "one thread per element of C", "source": naive},
                {"name": "tiled_smem", "strategy": "16x16 shared-memory tiles of A and B", "source": tiled},
                {"name": "register_blocking", "strategy": "64x64 block tile, 16-deep k slices, 4x4 outputs per thread in registers", "source": reg},
            ],
-           "tests": [{"name": "one", "sizes": {M: 1, N: 1, K: 1}},
-                     {"name": "ragged", "sizes": {M: 37, N: 53, K: 29}},
-                     {"name": "odd_tall", "sizes": {M: 129, N: 7, K: 300}},
-                     {"name": "perf", "sizes": {M: pm, N: pn, K: pk}, "perf": True}],
+           "tests": [{"name": "one", "sizes": sizes(1, 1, 1, 0)},
+                     {"name": "ragged", "sizes": sizes(37, 53, 29, 3)},
+                     {"name": "odd_tall", "sizes": sizes(129, 7, 300, 1)},
+                     {"name": "perf", "sizes": sizes(pm, pn, pk, 8), "perf": True}],
            "meta": {"flops": f"2*{M}*{N}*{K}", "source": "generated",
-                    "knobs": {"dtype": T, "trans": trans, "form": form, "shape": shape}}}
+                    "knobs": {"dtype": T, "trans": trans, "form": form, "loop_order": order,
+                              "leading_dims": ld, "shape": shape}}}
+    if ld:
+        sz = 4 if T in ("float", "int") else 8
+        rec["meta"]["min_bytes"] = f"{sz}*({M}*{K}+{K}*{N}+2*{M}*{N})"
     if T == "float":
         rec["tolerance"] = {"rtol": 2e-3, "atol": 1e-4, "l2": 1e-3}
     return rec
 
 
 def generate(rng: random.Random) -> list[dict]:
-    out = [_task(*k) for k in itertools.product(("float", "double", "int"), ("NN", "NT", "TN"),
-                                                ("axpby", "plain", "accum"),
-                                                ("square", "tall", "wide"))]
-    rng.shuffle(out)
-    return out
+    combos = list(itertools.product(("float", "double", "int"), ("NN", "NT", "TN"), ("axpby", "plain", "accum"),
+                                    ("ijp", "ipj"), (False, True)))
+    combos = rng.sample(combos, 84)
+    return [_task(*c, ("square", "tall", "wide")[i % 3]) for i, c in enumerate(combos)]

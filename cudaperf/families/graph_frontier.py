@@ -1,10 +1,10 @@
 """graph_frontier family: one breadth-first-search level expansion over a CSR graph.
 
-Guarantees: 80 distinct tasks sampled from: frontier given as the vertices at level `cur`, as
+Guarantees: 84 distinct tasks sampled from: frontier given as the vertices at level `cur`, as
 an explicit vertex queue, or as a byte bitmap; output the level array only, plus a next-frontier
 bitmap, or plus the count of newly reached vertices; all edges or only edges whose weight is at
-most a threshold; push (top-down) or pull (bottom-up) direction; and three degree profiles
-(avg 4, 16, 64) each in its own naming style. Results are deterministic: new vertices get the
+most a threshold; push (top-down) or pull (bottom-up) direction; 32- or 64-bit row offsets; edge loop over the
+row pointers or over hoisted bounds; and a degree profile (avg 4, 16, 64) for the tests. Results are deterministic: new vertices get the
 label cur+1 whichever edge reaches them first (no parent pointers), counts use a
 compare-and-swap on the label so each vertex is counted once. Variants: naive (thread per
 frontier slot), warp per vertex, grid-stride with read-only loads.
@@ -32,16 +32,17 @@ def _p(name, ctype, role, shape=None, init=None, value=None):
     return d
 
 
-def _task(front, outk, weighted, direction, deg):
+def _task(front, outk, weighted, direction, IT, style, deg):
     pre, RP, COL, LV, NV, NE, V, E, U = _STYLES[deg]
-    entry = f"{pre}{direction}_{front}_{outk}{'_wt' if weighted else ''}"
+    tag = f"{'_wt' if weighted else ''}{'_i64' if IT != 'int' else ''}{'_v2' if style == 'hoist' else ''}"
+    entry = f"{pre}{direction}_{front}_{outk}{tag}"
     sig = [_p(NV, "int", "size"), _p(NE, "int", "size")]
     if front == "queue":
         sig.append(_p("nf", "int", "size"))
     sig.append(_p("cur", "int", "scalar", value=1))
     if weighted:
         sig.append(_p("max_w", "float", "scalar", init="uniform(0.3, 0.7)"))
-    sig += [_p(RP, "const int*", "in", f"{NV}+1", f"csr_rowptr({NV}, {NE})"),
+    sig += [_p(RP, f"const {IT}*", "in", f"{NV}+1", f"csr_rowptr({NV}, {NE})"),
             _p(COL, "const int*", "in", NE, f"randint(0, {NV})")]
     if weighted:
         sig.append(_p("wt", "const float*", "in", NE, "uniform(0, 1)"))
@@ -71,13 +72,16 @@ def _task(front, outk, weighted, direction, deg):
     if outk == "count":
         pre_lines += "    int cnt = 0;\n"
     mark_ref = {"level": "", "next": f" next[{U}] = 1;", "count": " cnt++;"}[outk]
+    ref_loop = (f"        for ({IT} {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n" if style == "for" else
+                f"        {IT} first = {RP}[{V}], last = {RP}[{V} + 1];\n"
+                f"        for ({IT} {E} = first; {E} < last; {E}++) {{\n")
     if direction == "push":
         if front == "queue":
             head = f"    for (int q = 0; q < nf; q++) {{\n        int {V} = queue[q];\n"
         else:
             head = (f"    for (int {V} = 0; {V} < {NV}; {V}++) {{\n"
                     f"        if (!({in_front(V)})) continue;\n")
-        body = (f"        for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
+        body = (ref_loop +
                 f"            int {U} = {COL}[{E}];\n"
                 f"            if ({LV}[{U}] == -1{wcond}) {{ {LV}[{U}] = cur + 1;{mark_ref} }}\n"
                 f"        }}\n    }}\n")
@@ -86,7 +90,7 @@ def _task(front, outk, weighted, direction, deg):
         head = (f"    for (int {V} = 0; {V} < {NV}; {V}++) {{\n"
                 f"        if ({LV}[{V}] != -1) continue;\n")
         mark_pull = {"level": "", "next": f" next[{V}] = 1;", "count": " cnt++;"}[outk]
-        body = (f"        for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
+        body = (ref_loop +
                 f"            int {U} = {COL}[{E}];\n"
                 f"            if ({in_front(U)}{wcond}) {{ {LV}[{V}] = cur + 1;{mark_pull} break; }}\n"
                 f"        }}\n    }}\n")
@@ -121,13 +125,13 @@ def _task(front, outk, weighted, direction, deg):
     if direction == "push":
         gate = "" if front == "queue" else f"if (!({in_front(V)})) return;"
         per_thread = (f"int {V} = {vertex_of('t')};\n    {gate}\n"
-                      f"    for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
+                      f"    for ({IT} {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
                       f"        int {U} = {COL}[{E}];\n"
                       f"        if ({'wt[' + E + '] <= max_w' if weighted else 'true'}) {{ {claim(U, U)} }}\n    }}")
     else:
         mark = {"level": "", "next": f" next[{V}] = 1;", "count": " atomicAdd(num_new, 1);"}[outk]
         per_thread = (f"int {V} = t;\n    if ({LV}[{V}] != -1) return;\n"
-                      f"    for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
+                      f"    for ({IT} {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {{\n"
                       f"        int {U} = {COL}[{E}];\n"
                       f"        if ({in_front(U)}{wcond}) {{ {LV}[{V}] = cur + 1;{mark} break; }}\n    }}")
     naive = _HDR + clear_k + f'''
@@ -145,17 +149,17 @@ extern "C" void {entry}({params}) {{
     if direction == "push":
         wgate = "" if front == "queue" else f"if (!({in_front(V)})) return;  // uniform per warp"
         wbody = (f"int {V} = {vertex_of('(int)w')};\n    {wgate}\n"
-                 f"    int beg = {RP}[{V}], end = {RP}[{V} + 1];\n"
-                 f"    for (int {E} = beg + lane; {E} < end; {E} += 32) {{\n"
+                 f"    {IT} beg = {RP}[{V}], end = {RP}[{V} + 1];\n"
+                 f"    for ({IT} {E} = beg + lane; {E} < end; {E} += 32) {{\n"
                  f"        int {U} = __ldg(&{COL}[{E}]);\n"
                  f"        if ({'__ldg(&wt[' + E + ']) <= max_w' if weighted else 'true'}) {{ {claim(U, U)} }}\n    }}")
     else:
         mark = {"level": "", "next": f" next[{V}] = 1;", "count": " atomicAdd(num_new, 1);"}[outk]
         wbody = (f"int {V} = (int)w;\n    if ({LV}[{V}] != -1) return;  // uniform per warp\n"
-                 f"    int beg = {RP}[{V}], end = {RP}[{V} + 1];\n"
+                 f"    {IT} beg = {RP}[{V}], end = {RP}[{V} + 1];\n"
                  f"    bool found = false;\n"
-                 f"    for (int base = beg; base < end && !found; base += 32) {{\n"
-                 f"        int {E} = base + lane;\n"
+                 f"    for ({IT} base = beg; base < end && !found; base += 32) {{\n"
+                 f"        {IT} {E} = base + lane;\n"
                  f"        bool hit = false;\n"
                  f"        if ({E} < end) {{ int {U} = __ldg(&{COL}[{E}]); hit = ({in_front(U, True)}){wcond.replace('wt[' + E + ']', '__ldg(&wt[' + E + '])')}; }}\n"
                  f"        found = __any_sync(0xffffffffu, hit);\n    }}\n"
@@ -187,14 +191,14 @@ extern "C" void {entry}({params}) {{
     {entry}_gs<<<blocks, 512>>>({args});
 }}
 '''
-    n = (1 << 25) // deg
+    n = (1 << 26) // deg
     tests = [{"name": "one", "sizes": {NV: 1, NE: 1}}, {"name": "ragged", "sizes": {NV: 1003, NE: 1003 * min(deg, 16) + 5}},
              {"name": "sparse", "sizes": {NV: 4099, NE: 2000}},
-             {"name": "perf", "sizes": {NV: n, NE: 1 << 25}, "perf": True}]
+             {"name": "perf", "sizes": {NV: n, NE: 1 << 26}, "perf": True}]
     if front == "queue":
         for t, nf in zip(tests, (1, 300, 4099, n // 8)):
             t["sizes"]["nf"] = nf
-    return {"task_id": f"c2cuda/{FAMILY}/{direction}_{front}_{outk}{'_wt' if weighted else ''}_d{deg}",
+    return {"task_id": f"c2cuda/{FAMILY}/{direction}_{front}_{outk}{tag}_d{deg}",
             "track": "c2cuda", "entry": entry, "signature": sig, "reference": ref,
             "variants": [{"name": "naive", "strategy": "one thread per frontier slot (vertex or queue entry)", "source": naive},
                          {"name": "warp_per_vertex", "strategy": "one warp per vertex, coalesced adjacency reads" + (", __any_sync early exit" if direction == "pull" else ""), "source": warp},
@@ -202,12 +206,13 @@ extern "C" void {entry}({params}) {{
             "tests": tests,
             "meta": {"flops": "0", "min_bytes": f"4*({NV}+{NE})", "source": "generated",
                      "knobs": {"frontier": front, "output": outk, "weighted": weighted, "direction": direction,
-                               "avg_degree": deg}}}
+                               "offset_type": IT, "loop_style": style, "avg_degree": deg}}}
 
 
 def generate(rng: random.Random) -> list[dict]:
     combos = [c for c in itertools.product(("levels", "queue", "bitmap"), ("level", "next", "count"),
-                                           (False, True), ("push", "pull"), (4, 16, 64))
+                                           (False, True), ("push", "pull"))
               if not (c[0] == "queue" and c[3] == "pull")]
-    combos = rng.sample(combos, 80)
-    return [_task(*c) for c in combos]
+    combos = [c + (IT, st) for c in combos for IT in ("int", "long long") for st in ("for", "hoist")]
+    combos = rng.sample(combos, 84)
+    return [_task(*c, (4, 16, 64)[i % 3]) for i, c in enumerate(combos)]

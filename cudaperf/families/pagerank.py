@@ -3,8 +3,9 @@
 Guarantees: 84 distinct tasks over the update rule (plain with out-degree array, personalised
 teleport vector, edge weights normalised by per-source weight sums, dangling mass as a scalar,
 with per-vertex change output, with precomputed contributions, with zero-out-degree guard),
-element type (float, double), damping (scalar parameter or the literal 0.85) and degree
-profile (avg in-degree 4, 16, 64, each in its own naming style). Out-degrees are drawn >= 1
+element type (float, double), damping (scalar parameter or the literal 0.85), 32- or 64-bit
+row offsets and the loop form (row pointers or hoisted bounds), sampled to 84; each task gets a
+degree profile (avg in-degree 4, 16, 64) for its tests. Out-degrees are drawn >= 1
 except in the guarded rule, whose reference skips sources with no out-edges. Variants: naive
 (thread per vertex), warp per vertex with shuffle reduction, 8 lanes per vertex.
 """
@@ -32,9 +33,10 @@ def _p(name, ctype, role, shape=None, init=None, value=None):
     return d
 
 
-def _task(T, form, damp_param, deg):
+def _task(T, form, damp_param, IT, style, deg):
     stem, RP, SRC, PR, OUT, N, NNZ, V, E = _STYLES[deg]
-    entry = f"{'s' if T == 'float' else 'd'}{stem}_{form}{'' if damp_param else '_085'}"
+    tag = f"{'' if damp_param else '_085'}{'_i64' if IT != 'int' else ''}{'_v2' if style == 'hoist' else ''}"
+    entry = f"{'s' if T == 'float' else 'd'}{stem}_{form}{tag}"
     one = "1.0f" if T == "float" else "1.0"
     zero = "0.0f" if T == "float" else "0.0"
     d = "damping" if damp_param else ("0.85f" if T == "float" else "0.85")
@@ -43,7 +45,7 @@ def _task(T, form, damp_param, deg):
         sig.append(_p("damping", T, "scalar", init="uniform(0.8, 0.9)"))
     if form == "dangling":
         sig.append(_p("dangling_sum", T, "scalar", init="uniform(0, 0.3)"))
-    sig += [_p(RP, "const int*", "in", f"{N}+1", f"csr_rowptr({N}, {NNZ})"),
+    sig += [_p(RP, f"const {IT}*", "in", f"{N}+1", f"csr_rowptr({N}, {NNZ})"),
             _p(SRC, "const int*", "in", NNZ, f"randint(0, {N})")]
     if form == "weighted":
         sig += [_p("w", f"const {T}*", "in", NNZ, "uniform(0.1, 1)"),
@@ -90,7 +92,9 @@ def _task(T, form, damp_param, deg):
     ref = (f"void {entry}({params}) {{\n"
            f"    for (int {V} = 0; {V} < {N}; {V}++) {{\n"
            f"        {T} sum = {zero};\n"
-           f"        for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++)\n"
+           + (f"        for ({IT} {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++)\n" if style == "for" else
+              f"        {IT} first = {RP}[{V}], last = {RP}[{V} + 1];\n"
+              f"        for ({IT} {E} = first; {E} < last; {E}++)\n") +
            f"            {acc_stmt(E)}\n"
            f"        {fin(V, 'sum')}\n    }}\n}}\n")
     naive = _HDR + f'''
@@ -98,7 +102,7 @@ __global__ void {entry}_k({params}) {{
     int {V} = blockIdx.x * blockDim.x + threadIdx.x;
     if ({V} >= {N}) return;
     {T} sum = {zero};
-    for (int {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {acc_stmt(E)}
+    for ({IT} {E} = {RP}[{V}]; {E} < {RP}[{V} + 1]; {E}++) {acc_stmt(E)}
     {fin(V, "sum")}
 }}
 extern "C" void {entry}({params}) {{
@@ -116,9 +120,9 @@ __global__ void {entry}_g{L}({params}) {{
     unsigned mask = {mask};
     if (g >= {N}) return;  // whole {L}-lane groups leave together
     int {V} = (int)g;
-    int beg = {RP}[{V}], end = {RP}[{V} + 1];
+    {IT} beg = {RP}[{V}], end = {RP}[{V} + 1];
     {T} sum = {zero};
-    for (int {E} = beg + lane; {E} < end; {E} += {L}) {acc_stmt(E, True)}
+    for ({IT} {E} = beg + lane; {E} < end; {E} += {L}) {acc_stmt(E, True)}
     for (int off = {L // 2}; off > 0; off >>= 1) sum += __shfl_down_sync(mask, sum, off, {L});
     if (lane == 0) {{ {fin(V, "sum")} }}
 }}
@@ -129,7 +133,7 @@ extern "C" void {entry}({params}) {{
 }}
 '''
     n = (1 << 25) // deg
-    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{form}_{'dparam' if damp_param else 'd085'}_deg{deg}",
+    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{form}{tag}_deg{deg}",
            "track": "c2cuda", "entry": entry, "signature": sig, "reference": ref,
            "variants": [{"name": "naive", "strategy": "one thread per vertex", "source": naive},
                         {"name": "warp_shuffle", "strategy": "one warp per vertex, coalesced in-edge reads, shuffle reduction", "source": grouped(32)},
@@ -139,12 +143,14 @@ extern "C" void {entry}({params}) {{
                      {"name": "few_edges", "sizes": {N: 2049, NNZ: 517}},
                      {"name": "perf", "sizes": {N: n, NNZ: 1 << 25}, "perf": True}],
            "meta": {"flops": f"2*{NNZ}", "source": "generated",
-                    "knobs": {"dtype": T, "form": form, "damping_param": damp_param, "avg_in_degree": deg}}}
+                    "knobs": {"dtype": T, "form": form, "damping_param": damp_param, "offset_type": IT,
+                              "loop_style": style, "avg_in_degree": deg}}}
     if T == "float":
         rec["tolerance"] = {"rtol": 1e-3, "atol": 1e-4, "l2": 5e-4}
     return rec
 
 
 def generate(rng: random.Random) -> list[dict]:
-    out = [_task(*c) for c in itertools.product(("float", "double"), _FORMS, (True, False), (4, 16, 64))]
-    return rng.sample(out, 84)
+    combos = list(itertools.product(("float", "double"), _FORMS, (True, False), ("int", "long long"), ("for", "hoist")))
+    combos = rng.sample(combos, 84)
+    return [_task(*c, (4, 16, 64)[i % 3]) for i, c in enumerate(combos)]

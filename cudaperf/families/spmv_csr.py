@@ -1,12 +1,13 @@
 """spmv_csr family: sparse matrix-vector products with the matrix in CSR.
 
-Guarantees: 70 distinct tasks over the operation (y = Ax, alpha/beta update, accumulate,
-residual b - Ax, one damped-Jacobi sweep, pattern-only sum), element type (float, double; int
-for plain and pattern) and average row length (2, 8, 32, 128, 512 nonzeros per row, each
-written in the naming style of a different code base). Row pointers come from
-csr_rowptr(m, nnz) and column indices from randint(0, n), so every gather is in bounds.
-Variants: naive (thread per row), warp per row with shuffle reduction, and a sub-warp per row
-whose width (4..32 lanes) is chosen from the average row length at launch.
+Guarantees: 80 distinct tasks: operation (y = Ax, alpha/beta update, accumulate, residual
+b - Ax, one damped-Jacobi sweep, pattern-only sum) x element type (float, double; int for plain
+and pattern) x 32- or 64-bit row pointers and column indices x loop form (row pointers or hoisted
+bounds) x accumulator (float tasks also in double-accumulating form). Each task gets an average
+row length (2 .. 512 nonzeros) for its tests. Row pointers come from csr_rowptr(m, nnz) and
+column indices from randint(0, n), so every gather is in bounds. Variants: naive (thread per
+row), warp per row with shuffle reduction, and a sub-warp per row whose width (4..32 lanes) is
+chosen from the average row length at launch.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ _STYLES = {  # rowptr, colidx, values, x, y, rows, cols, nnz, i, k
 }
 
 
+_FORMS = ("plain", "axpby", "accum", "residual", "jacobi", "pattern")
+
+
 def _p(name, ctype, role, shape=None, init=None, value=None):
     d = {"name": name, "ctype": ctype, "role": role}
     for k, v in (("shape", shape), ("init", init), ("value", value)):
@@ -33,21 +37,22 @@ def _p(name, ctype, role, shape=None, init=None, value=None):
     return d
 
 
-def _task(T, form, dens):
+def _task(T, form, IT, style, ACC, dens):
     RP, CI, VA, X, Y, M, N, NNZ, I, K = _STYLES[dens]
     pre = {"float": "s", "double": "d", "int": "i"}[T]
     entry = {"plain": "csrmv", "axpby": "csrmv_axpby", "accum": "csrmv_add", "residual": "csr_residual",
              "jacobi": "csr_jacobi_sweep", "pattern": "csr_pattern_sum"}[form]
-    entry = f"{pre}{entry}_{Y}" if dens != 2 else f"{pre}{entry}"
-    zero = {"float": "0.0f", "double": "0.0", "int": "0"}[T]
+    entry = (f"{pre}{entry}{'_i64' if IT != 'int' else ''}{'_dacc' if ACC != T else ''}"
+             f"{'_v2' if style == 'hoist' else ''}")
+    zero = {"float": "0.0f", "double": "0.0", "int": "0"}[ACC]
     vinit = "randint(-4, 5)" if T == "int" else "uniform(-1, 1)"
     xinit = "randint(-10, 10)" if T == "int" else "uniform(-1, 1)"
     sig = [_p(M, "int", "size"), _p(N, "int", "size"), _p(NNZ, "int", "size")]
     if form == "axpby" or form == "jacobi":
         sig.append(_p("alpha" if form == "axpby" else "omega", T, "scalar",
                       init="uniform(-2, 2)" if form == "axpby" else "uniform(0.5, 1)"))
-    sig += [_p(RP, "const int*", "in", f"{M}+1", f"csr_rowptr({M}, {NNZ})"),
-            _p(CI, "const int*", "in", NNZ, f"randint(0, {N})")]
+    sig += [_p(RP, f"const {IT}*", "in", f"{M}+1", f"csr_rowptr({M}, {NNZ})"),
+            _p(CI, f"const {IT}*", "in", NNZ, f"randint(0, {N})")]
     if form != "pattern":
         sig.append(_p(VA, f"const {T}*", "in", NNZ, vinit))
     sig.append(_p(X, f"const {T}*", "in", N, xinit))
@@ -75,16 +80,18 @@ def _task(T, form, dens):
 
     ref = (f"void {entry}({params}) {{\n"
            f"    for (int {I} = 0; {I} < {M}; {I}++) {{\n"
-           f"        {T} sum = {zero};\n"
-           f"        for (int {K} = {RP}[{I}]; {K} < {RP}[{I} + 1]; {K}++)\n"
+           f"        {ACC} sum = {zero};\n" + (
+           f"        for ({IT} {K} = {RP}[{I}]; {K} < {RP}[{I} + 1]; {K}++)\n" if style == "for" else
+           f"        {IT} start = {RP}[{I}], end = {RP}[{I} + 1];\n"
+           f"        for ({IT} {K} = start; {K} < end; {K}++)\n") +
            f"            sum += {term};\n"
            f"        {fin(I, 'sum')}\n    }}\n}}\n")
     naive = _HDR + f'''
 __global__ void {entry}_k({params}) {{
     int {I} = blockIdx.x * blockDim.x + threadIdx.x;
     if ({I} < {M}) {{
-        {T} sum = {zero};
-        for (int {K} = {RP}[{I}]; {K} < {RP}[{I} + 1]; {K}++) sum += {term};
+        {ACC} sum = {zero};
+        for ({IT} {K} = {RP}[{I}]; {K} < {RP}[{I} + 1]; {K}++) sum += {term};
         {fin(I, 'sum')}
     }}
 }}
@@ -100,9 +107,9 @@ __global__ void {entry}_warp({params}) {{
     int lane = threadIdx.x & 31;
     if (w >= {M}) return;  // uniform per warp
     int {I} = (int)w;
-    int start = {RP}[{I}], end = {RP}[{I} + 1];
-    {T} sum = {zero};
-    for (int {K} = start + lane; {K} < end; {K} += 32) sum += {ldg_term};
+    {IT} start = {RP}[{I}], end = {RP}[{I} + 1];
+    {ACC} sum = {zero};
+    for ({IT} {K} = start + lane; {K} < end; {K} += 32) sum += {ldg_term};
     for (int off = 16; off > 0; off >>= 1) sum += __shfl_down_sync(0xffffffffu, sum, off);
     if (lane == 0) {{ {fin(I, 'sum')} }}
 }}
@@ -121,20 +128,20 @@ __global__ void {entry}_sub({params}) {{
     unsigned mask = (L == 32) ? 0xffffffffu : (((1u << L) - 1u) << ((threadIdx.x & 31) / L * L));
     if (g >= {M}) return;
     int {I} = (int)g;
-    int start = {RP}[{I}], end = {RP}[{I} + 1];
-    {T} sum = {zero};
-    for (int {K} = start + lane; {K} < end; {K} += L) sum += {ldg_term};
+    {IT} start = {RP}[{I}], end = {RP}[{I} + 1];
+    {ACC} sum = {zero};
+    for ({IT} {K} = start + lane; {K} < end; {K} += L) sum += {ldg_term};
     for (int off = L / 2; off > 0; off >>= 1) sum += __shfl_down_sync(mask, sum, off, L);
     if (lane == 0) {{ {fin(I, 'sum')} }}
 }}
 extern "C" void {entry}({params}) {{
     if ({M} <= 0) return;
     int avg = {NNZ} / {M};
-    long long rows = {M};
-    if (avg <= 6) {entry}_sub<4><<<(unsigned)((rows * 4 + 255) / 256), 256>>>({args});
-    else if (avg <= 16) {entry}_sub<8><<<(unsigned)((rows * 8 + 255) / 256), 256>>>({args});
-    else if (avg <= 48) {entry}_sub<16><<<(unsigned)((rows * 16 + 255) / 256), 256>>>({args});
-    else {entry}_sub<32><<<(unsigned)((rows * 32 + 255) / 256), 256>>>({args});
+    long long nrow_ll = {M};
+    if (avg <= 6) {entry}_sub<4><<<(unsigned)((nrow_ll * 4 + 255) / 256), 256>>>({args});
+    else if (avg <= 16) {entry}_sub<8><<<(unsigned)((nrow_ll * 8 + 255) / 256), 256>>>({args});
+    else if (avg <= 48) {entry}_sub<16><<<(unsigned)((nrow_ll * 16 + 255) / 256), 256>>>({args});
+    else {entry}_sub<32><<<(unsigned)((nrow_ll * 32 + 255) / 256), 256>>>({args});
 }}
 '''
     pm = (1 << 25) // dens
@@ -143,22 +150,25 @@ extern "C" void {entry}({params}) {{
              {"name": "ragged", "sizes": {M: 1003, N: 1003 if form == "jacobi" else 997, NNZ: 1003 * min(dens, 64) + 7}},
              {"name": "empty_rows", "sizes": {M: 777, N: 777 if form == "jacobi" else 5000, NNZ: 300}},
              {"name": "perf", "sizes": {M: pm, N: pm, NNZ: 1 << 25}, "perf": True}]
-    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{form}_d{dens}", "track": "c2cuda", "entry": entry,
+    tag = f"{'_i64' if IT != 'int' else ''}{'_dacc' if ACC != T else ''}{'_hoist' if style == 'hoist' else ''}"
+    rec = {"task_id": f"c2cuda/{FAMILY}/{T}_{form}{tag}_d{dens}", "track": "c2cuda", "entry": entry,
            "signature": sig, "reference": ref,
            "variants": [{"name": "naive", "strategy": "one thread per row", "source": naive},
                         {"name": "warp_shuffle", "strategy": "one warp per row, coalesced nonzero reads, shuffle reduction", "source": warp},
                         {"name": "subwarp_adaptive", "strategy": "4/8/16/32 lanes per row chosen from nnz/m, segmented shuffles", "source": sub}],
            "tests": tests,
            "meta": {"flops": f"2*{NNZ}", "source": "generated",
-                    "knobs": {"dtype": T, "form": form, "avg_row_nnz": dens}}}
+                    "knobs": {"dtype": T, "form": form, "index_type": IT, "loop_style": style,
+                              "accumulator": ACC, "avg_row_nnz": dens}}}
     if T == "float":
         rec["tolerance"] = {"rtol": 2e-3, "atol": 1e-4, "l2": 1e-3}
     return rec
 
 
 def generate(rng: random.Random) -> list[dict]:
-    out = [_task(T, f, d) for T, f, d in itertools.product(
-        ("float", "double"), ("plain", "axpby", "accum", "residual", "jacobi", "pattern"), sorted(_STYLES))]
-    out += [_task("int", f, d) for f in ("plain", "pattern") for d in sorted(_STYLES)]
-    rng.shuffle(out)
-    return out
+    combos = [(T, f, IT, st, acc) for T in ("float", "double") for f in _FORMS for IT in ("int", "long long")
+              for st in ("for", "hoist") for acc in ((T, "double") if T == "float" else (T,))]
+    combos += [("int", f, IT, st, "int") for f in ("plain", "pattern") for IT in ("int", "long long")
+               for st in ("for", "hoist")]
+    dens = sorted(_STYLES)
+    return [_task(*c, dens[i % len(dens)]) for i, c in enumerate(combos)]

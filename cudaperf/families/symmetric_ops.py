@@ -314,7 +314,7 @@ extern "C" void {entry}({params}) {{
                          {"name": "coalesced", "strategy": "2-D grid: diagonal index x, matrix y", "source": two},
                          {"name": "grid_stride", "strategy": "grid-stride over all diagonal elements, 512-thread blocks", "source": gs}],
             "tests": [{"name": "one", "sizes": {"batch": 1, "n": 1}}, {"name": "ragged", "sizes": {"batch": 7, "n": 37}},
-                      {"name": "perf", "sizes": {"batch": (1 << 28) // (sz * 256), "n": 16}, "perf": True}],
+                      {"name": "perf", "sizes": {"batch": (1 << 30) // (sz * 256), "n": 16}, "perf": True}],
             "meta": {"flops": "0", "min_bytes": mb, "source": "generated", "knobs": {"op": op, "dtype": T, "batched": True}}}
 
 
@@ -411,7 +411,7 @@ extern "C" void {entry}({params}) {{
 }}
 '''
     if diag:
-        perf = {"batch": (1 << 28) // (sz * 256), "n": 16}
+        perf = {"batch": (1 << 30) // (sz * 256), "n": 16}  # only n of n*n elements are read
         mb = f"{2 * sz}*batch*n"
     else:
         perf = {"batch": (1 << 28) // (sz * 1024 * (2 if op == "trace_prod" else 1)), "n": 32}

@@ -1,6 +1,7 @@
 """transpose_layout family: out-of-place axis permutations and layout changes.
 
-Guarantees: 73 distinct tasks: 2-D transposes (five element types; plain, pitched input rows,
+Guarantees: 72 distinct tasks after the builder's de-duplication (permute3d (0,2,1),
+(1,2,0), (2,0,1) coincide with the batched-transpose and CHW/HWC programs): 2-D transposes (five element types; plain, pitched input rows,
 batched), NCHW<->NHWC and CHW<->HWC image layouts, all five non-trivial 3-D axis permutations,
 six 4-D permutations (attention-style head swaps, batched transposes, full reversal) and copies
 into a pitched column-major buffer whose padding must stay untouched. Every task is generated
@@ -88,24 +89,24 @@ __global__ void {entry}_k({params}) {{
     {dst}[{oo}] = {src}[{io}];
 }}
 extern "C" void {entry}({params}) {{
-    size_t n = {total};
-    if (n == 0) return;
-    {entry}_k<<<(unsigned)((n + 255) / 256), 256>>>({args});
+    size_t ntot = {total};
+    if (ntot == 0) return;
+    {entry}_k<<<(unsigned)((ntot + 255) / 256), 256>>>({args});
 }}
 '''
     gather = _HDR + f'''
 __global__ void {entry}_gather({params}) {{
-    size_t n = {total};
-    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < n; idx += (size_t)gridDim.x * blockDim.x) {{
+    size_t ntot = {total};
+    for (size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x; idx < ntot; idx += (size_t)gridDim.x * blockDim.x) {{
         size_t t = idx;  // decomposed in OUTPUT axis order: consecutive threads write consecutive addresses
         {decompose(list(perm))}
         {dst}[{oo}] = __ldg(&{src}[{io}]);
     }}
 }}
 extern "C" void {entry}({params}) {{
-    size_t n = {total};
-    if (n == 0) return;
-    size_t blocks = (n + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
+    size_t ntot = {total};
+    if (ntot == 0) return;
+    size_t blocks = (ntot + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
     {entry}_gather<<<(unsigned)blocks, 256>>>({args});
 }}
 '''
@@ -166,8 +167,8 @@ __global__ void {entry}_v16({params}, int cpr) {{
     }}
 }}
 __global__ void {entry}_row({params}) {{
-    size_t n = {total};
-    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < n; e += (size_t)gridDim.x * blockDim.x) {{
+    size_t ntot = {total};
+    for (size_t e = (size_t)blockIdx.x * blockDim.x + threadIdx.x; e < ntot; e += (size_t)gridDim.x * blockDim.x) {{
         size_t t = e / {dims[A]}, ib = 0, ob = 0;
         int k = (int)(e % {dims[A]});
         {rdec}
@@ -175,15 +176,15 @@ __global__ void {entry}_row({params}) {{
     }}
 }}
 extern "C" void {entry}({params}) {{
-    size_t n = {total};
-    if (n == 0) return;
+    size_t ntot = {total};
+    if (ntot == 0) return;
     size_t rowbytes = (size_t){dims[A]} * {sz};
     if (rowbytes % 16 == 0) {{
         int cpr = (int)(rowbytes / 16);
-        size_t nch = n * {sz} / 16, blocks = (nch + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
+        size_t nch = ntot * {sz} / 16, blocks = (nch + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
         {entry}_v16<<<(unsigned)blocks, 256>>>({args}, cpr);
     }} else {{
-        size_t blocks = (n + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
+        size_t blocks = (ntot + 255) / 256; if (blocks > 132 * 32) blocks = 132 * 32;
         {entry}_row<<<(unsigned)blocks, 256>>>({args});
     }}
 }}
@@ -249,14 +250,14 @@ def generate(rng: random.Random) -> list[dict]:
         out.append(_task("to_colmajor_pitched", f"to_colmajor_{tg}", T, ["rows", "cols"], ["i", "j"], (1, 0), t,
                          ld_out="ldc", src="rm", dst="cm"))
     names3 = ["nx", "ny", "nz"]
-    for T in ("float", "double", "int", "short"):
+    for T in ("float", "double", "int", "short", "unsigned char"):
         tg = _TAG[T]
         for perm in ((0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0)):
             p = "".join(map(str, perm))
             out.append(_task(f"permute3d_{p}", f"permute3_{p}_{tg}", T, names3, ["x", "y", "z"], perm,
                              _tests(names3, (1, 1, 1), (5, 37, 45), (256, 512, 512), T), src="field", dst="perm"))
     names4 = ["d0", "d1", "d2", "d3"]
-    for T in ("float", "double", "int"):
+    for T in ("float", "double", "int", "short"):
         tg = _TAG[T]
         for perm in ((0, 2, 1, 3), (1, 0, 2, 3), (0, 1, 3, 2), (3, 2, 1, 0), (2, 0, 3, 1), (1, 3, 0, 2)):
             p = "".join(map(str, perm))

@@ -1,0 +1,232 @@
+"""Verify every variant of every C->CUDA task on a GPU, in shards that fit a 10-minute call.
+
+    python benchmarks/verify_dataset.py --shard 0 --of 8                # one shard
+    python benchmarks/verify_dataset.py --max-seconds 540               # as much as fits, resumable
+    python benchmarks/verify_dataset.py --shard 3 --of 8 --max-seconds 540
+
+Each run: picks its shard's tasks (round-robin over task ids sorted, so every shard mixes all
+families), skips (task, variant) pairs already present in ANY existing
+``data/measurements/c2cuda_<gpu-slug>_shard*.parquet`` (resume; ``--retry-failed`` re-runs
+pairs whose stored row is not correct), then works in chunks of tasks: `Harness.prepare` for the
+chunk's tasks (naive build + references), `evaluate_many` over their pending variants, and a
+rewrite of ``c2cuda_<gpu-slug>_shard<K>.parquet`` after every chunk (so a killed run loses at
+most one chunk). With ``--max-seconds`` it starts a chunk only when the slowest chunk so far
+still fits in the time left. The parquet metadata holds GPU name, driver, nvcc version,
+harness settings, git commit and the command. At the end it prints a summary: verified / failed
+by status and reason, and the share of tasks whose naive variant takes >= 20 us at the perf size.
+
+Without a GPU it refuses to write measurements (the harness could only compile); ``--plan``
+prints the shard plan on any machine.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+import pandas as pd
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from cudaperf import envinfo, measurements as M  # noqa: E402
+from cudaperf.tasks import Task, load_tasks  # noqa: E402
+
+DEFAULT_TASKS = "data/tasks/c2cuda.jsonl.gz"
+DEFAULT_OUT = "data/measurements"
+
+
+def shard_tasks(tasks: Sequence[Task], shard: int, of: int) -> list[Task]:
+    """Tasks of shard `shard` of `of`: every of-th task in task-id order (families interleave)."""
+    if of < 1 or not 0 <= shard < of:
+        raise ValueError(f"shard {shard} of {of}: need 0 <= shard < of")
+    ordered = sorted(tasks, key=lambda t: t.task_id)
+    return ordered[shard::of]
+
+
+def shard_path(out_dir: str | Path, slug: str, shard: int) -> Path:
+    return Path(out_dir) / f"c2cuda_{slug}_shard{shard}.parquet"
+
+
+def existing_table(out_dir: str | Path, slug: str) -> pd.DataFrame:
+    """All rows of this GPU's shard files, in shard order (later files win on a repeated pair)."""
+    files = sorted(Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"),
+                   key=lambda p: int(p.stem.rsplit("shard", 1)[1]) if p.stem.rsplit("shard", 1)[1].isdigit() else -1)
+    return M.merge(files)
+
+
+def done_pairs(table: pd.DataFrame, retry_failed: bool = False) -> set[tuple[str, str]]:
+    if not len(table):
+        return set()
+    if retry_failed:
+        table = table[(table["status"] == "correct") & table["correct"].fillna(False).astype(bool)]
+    return set(zip(table["task_id"], table["variant"]))
+
+
+def pending(tasks: Iterable[Task], done: set[tuple[str, str]]) -> list[tuple[Task, list[str]]]:
+    """(task, variant names still to measure) for every task with something left, in order."""
+    out = []
+    for t in tasks:
+        left = [v.name for v in t.variants if (t.task_id, v.name) not in done]
+        if left:
+            out.append((t, left))
+    return out
+
+
+def chunks(work: list[tuple[Task, list[str]]], max_variants: int) -> list[list[tuple[Task, list[str]]]]:
+    """Whole tasks grouped so a chunk holds about `max_variants` variants (at least one task)."""
+    out, cur, n = [], [], 0
+    for item in work:
+        if cur and n + len(item[1]) > max_variants:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(item)
+        n += len(item[1])
+    if cur:
+        out.append(cur)
+    return out
+
+
+def prepare_failure_rows(task: Task, variants: list[str], error: str, gpu: str | None,
+                         toolchain: str | None) -> list[dict[str, Any]]:
+    """Rows for a task the harness could not prepare (naive does not build, reference fails)."""
+    return [{"task_id": task.task_id, "family": task.family, "variant": v, "status": "crashed",
+             "correct": False, "pass_rate": None, "runtime_ms": None, "cv": None, "baseline_ms": None,
+             "speedup": None, "gpu": gpu, "toolchain": toolchain, "flags": ["task:prepare_failed"],
+             "message": f"task preparation failed: {error}"[:2000], "measured_at": M.now_utc()} for v in variants]
+
+
+def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
+               chunk_variants: int = 64, max_seconds: float | None = None,
+               clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] = print) -> pd.DataFrame:
+    """Measure `work` chunk by chunk with `harness` (anything with prepare / evaluate_many /
+    versions), rewriting `shard_file` (existing rows kept) after each chunk. Returns its table."""
+    start = clock()
+    table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
+    slowest = 0.0
+    todo = chunks(work, chunk_variants)
+    for i, chunk in enumerate(todo):
+        left = None if max_seconds is None else max_seconds - (clock() - start)
+        if left is not None and (left <= 0 or (slowest and slowest > left)):
+            rest = sum(len(v) for c in todo[i:] for _, v in c)
+            log(f"time budget: stopping before chunk {i + 1}/{len(todo)} ({rest} variants left; run again to resume)")
+            break
+        t0 = clock()
+        tasks = [t for t, _ in chunk]
+        errors = harness.prepare(tasks)
+        toolchain = (harness.versions() or {}).get("toolchain")
+        rows: list[dict[str, Any]] = []
+        items, keys = [], []
+        for t, names in chunk:
+            if t.task_id in errors:
+                rows += prepare_failure_rows(t, names, errors[t.task_id], metadata.get("gpu"), toolchain)
+                continue
+            for n in names:
+                items.append((t, t.variant(n).source))
+                keys.append((t, n))
+        results = harness.evaluate_many(items) if items else []
+        if len(results) != len(items):
+            raise RuntimeError(f"harness returned {len(results)} results for {len(items)} candidates")
+        when = M.now_utc()
+        rows += [M.row_from_result(t, n, r, measured_at=when) for (t, n), r in zip(keys, results)]
+        table = M.merge([table, pd.DataFrame(rows)])
+        M.save_measurements(table, shard_file, metadata=metadata)
+        slowest = max(slowest, clock() - t0)
+        ok = sum(r["status"] == "correct" for r in rows)
+        log(f"chunk {i + 1}/{len(todo)}: {len(rows)} variants, {ok} correct, {clock() - t0:.1f}s "
+            f"(elapsed {clock() - start:.0f}s) -> {shard_file}")
+    return table
+
+
+def failure_reasons(table: pd.DataFrame) -> dict[str, int]:
+    """Count of non-verified rows by status and first failure word of the message."""
+    bad = table[~((table["status"] == "correct") & table["correct"].fillna(False).astype(bool))]
+    c = collections.Counter()
+    for _, r in bad.iterrows():
+        hacks = [f for f in r["flags"] if str(f).startswith(("hack:", "task:"))]
+        c[f"{r['status']}" + (f" ({hacks[0]})" if hacks else "")] += 1
+    return dict(c.most_common())
+
+
+def summary_lines(table: pd.DataFrame) -> list[str]:
+    s = M.summarize(table)
+    frac = s["naive_ge_min_fraction"]
+    return [
+        f"rows {s['rows']} over {s['tasks']} tasks: verified {s['verified']}, failed {s['failed']}",
+        f"failed by reason: {failure_reasons(table)}",
+        f"naive >= {s['min_naive_ms'] * 1000:.0f} us at the perf size: "
+        + (f"{frac:.1%} of {s['naive_tasks_timed']} timed naive variants" if frac is not None else "no naive timed"),
+        f"best-variant speedup over naive, geometric mean: {s['best_speedup_geomean']}",
+    ]
+
+
+def run_metadata(harness: Any, argv: Sequence[str]) -> dict[str, Any]:
+    gpus = envinfo.gpus()
+    g = gpus[0] if gpus else {}
+    return {"gpu": g.get("name"), "driver": g.get("driver"), "compute_capability": g.get("compute_capability"),
+            "nvcc": envinfo.nvcc_version(), "versions": harness.versions(),
+            "settings": harness.settings_key(), "git": envinfo.git_state(),
+            "command": "python benchmarks/verify_dataset.py " + " ".join(shlex.quote(a) for a in argv),
+            "started_at": M.now_utc()}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tasks", default=DEFAULT_TASKS)
+    ap.add_argument("--out-dir", default=DEFAULT_OUT)
+    ap.add_argument("--shard", type=int, default=0)
+    ap.add_argument("--of", type=int, default=1)
+    ap.add_argument("--max-seconds", type=float, default=None, help="stop starting chunks after this budget")
+    ap.add_argument("--chunk-variants", type=int, default=64, help="variants per evaluate_many call")
+    ap.add_argument("--families", nargs="*", help="only these families")
+    ap.add_argument("--retry-failed", action="store_true", help="re-run stored pairs that are not correct")
+    ap.add_argument("--profile", default="mini", help="harness settings from this profile")
+    ap.add_argument("--workers-per-gpu", type=int, default=4)
+    ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
+    a = ap.parse_args(argv)
+
+    tasks = load_tasks(a.tasks, families=a.families or None)
+    mine = shard_tasks(tasks, a.shard, a.of)
+    if a.plan:
+        for k in range(a.of):
+            st = shard_tasks(tasks, k, a.of)
+            print(f"shard {k}/{a.of}: {len(st)} tasks, {sum(len(t.variants) for t in st)} variants")
+        return 0
+    if not envinfo.gpu_available():
+        print("no GPU visible: the harness could only compile, which verifies nothing; not writing "
+              "measurements (use --plan to see the shards)", file=sys.stderr)
+        return 2
+    from cudaperf.config import get_profile
+    from cudaperf.harness import Harness
+
+    harness = Harness(get_profile(a.profile).harness, workers_per_gpu=a.workers_per_gpu)
+    try:
+        meta = run_metadata(harness, argv)
+        slug = envinfo.gpu_slug(meta["gpu"] or "unknown-gpu")
+        done = done_pairs(existing_table(a.out_dir, slug), a.retry_failed)
+        work = pending(mine, done)
+        print(f"shard {a.shard}/{a.of}: {len(mine)} tasks, {sum(len(v) for _, v in work)} variants pending "
+              f"({len(done)} pairs already measured on {meta['gpu']})")
+        out = shard_path(a.out_dir, slug, a.shard)
+        table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants, max_seconds=a.max_seconds)
+        print(f"\nshard file {out}:")
+        for line in summary_lines(table):
+            print("  " + line)
+        allrows = existing_table(a.out_dir, slug)
+        print(f"all shards of {slug}:")
+        for line in summary_lines(allrows):
+            print("  " + line)
+        left = pending(mine, done_pairs(allrows, a.retry_failed))
+        print(json.dumps({"shard": a.shard, "of": a.of, "pending_after": sum(len(v) for _, v in left)}))
+    finally:
+        harness.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

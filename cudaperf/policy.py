@@ -1,0 +1,639 @@
+"""Policy models: tokenizer, the small Qwen3 family (S/M/L), SFT warm start, sampling, paper loader.
+
+Guarantees:
+- `train_tokenizer` builds a byte-level BPE tokenizer (the `tokenizers` library) with the special
+  tokens ``<|endoftext|>`` (padding), ``<|im_start|>``, ``<|im_end|>`` (end of turn = EOS) and a
+  Qwen-style chat template, returned as a `PreTrainedTokenizerFast` that `save_pretrained` /
+  `load_tokenizer` round-trip. Byte-level means every string encodes (no unknown token) and
+  decodes back to itself.
+- `build_model(size, tokenizer)` returns a freshly initialised `Qwen3ForCausalLM` whose config
+  comes from `MODEL_SPECS` (architecture of Qwen3-8B/14B/32B, scaled down; tied embeddings),
+  with the tokenizer's vocabulary and special-token ids. No weights are downloaded, ever.
+- `sft_examples` builds TRL prompt-completion records from task variants only (every variant,
+  naive and optimised) and refinement transcripts whose feedback is an `EvalResult` stating
+  only what is known: correct (the variants are verified), static features computed from the
+  attempt's source, and speedup / CV only when a measurement of that variant was given.
+- `train_sft` runs TRL's `SFTTrainer` (loss on the completion only) and stops at `max_steps`
+  or the wall-clock budget, whichever comes first; it returns the logged loss curve.
+- `sample` returns, for each task, exactly ``n`` completions (strings, special tokens removed),
+  generated in batches of prompts padded on the left so that a batch gives the same greedy
+  output as one prompt alone.
+- `load_policy` loads any causal-LM checkpoint (Qwen3-8B/14B/32B by path or hub name), in 4-bit
+  NF4 via bitsandbytes when asked (CUDA only: on a CPU it raises instead of silently loading
+  full precision) and wrapped with peft LoRA adapters when `lora` is given.
+"""
+from __future__ import annotations
+
+import copy
+import math
+import random
+import time
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from cudaperf import prompts
+from cudaperf.result import EvalResult
+from cudaperf.tasks import Task
+
+SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+PAD_TOKEN, EOS_TOKEN = "<|endoftext|>", "<|im_end|>"
+
+# Qwen's ChatML layout: every message is <|im_start|>role\ncontent<|im_end|>\n, and the
+# generation prompt opens an assistant turn. Same layout as the real Qwen3 checkpoints, so the
+# prompts module's messages mean the same thing to a mini policy and to Qwen3-32B.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+# Scaled-down Qwen3 shapes standing in for 8B / 14B / 32B in the size ablation. Parameter counts
+# (tied embeddings, the project tokenizer's 7,222 tokens): tiny 0.25M, S 1.91M, M 8.15M,
+# L 25.7M (tests/test_policy.py checks the ranges). Head dim stays 32-64 and GQA keeps 2 query heads per KV head, as in Qwen3.
+MODEL_SPECS: dict[str, dict[str, int]] = {
+    "tiny": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                 num_key_value_heads=1, head_dim=16),
+    "S": dict(hidden_size=128, intermediate_size=384, num_hidden_layers=5, num_attention_heads=4,
+              num_key_value_heads=2, head_dim=32),
+    "M": dict(hidden_size=256, intermediate_size=768, num_hidden_layers=8, num_attention_heads=8,
+              num_key_value_heads=4, head_dim=32),
+    "L": dict(hidden_size=512, intermediate_size=1536, num_hidden_layers=7, num_attention_heads=8,
+              num_key_value_heads=4, head_dim=64),
+}
+PAPER_MODELS = {"S": "Qwen/Qwen3-8B", "M": "Qwen/Qwen3-14B", "L": "Qwen/Qwen3-32B"}
+LORA_DEFAULTS = {"r": 16, "alpha": 32, "dropout": 0.05,
+                 "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
+                                    "down_proj"]}
+
+
+def _f(default: Any, help: str) -> Any:  # noqa: A002 - TRL's `help` metadata habit
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={"help": help})
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """Policy model, tokenizer, SFT and sampling settings (one per profile)."""
+
+    model_size: str = _f("tiny", "Mini-policy size: tiny (tests/smoke) | S | M | L (stand-ins for 8B/14B/32B).")
+    model_name_or_path: str = _f("", "Checkpoint to load (local path or hub name); empty = build "
+                                     "`model_size` from a config (mini profile).")
+    quantize_4bit: bool = _f(False, "Load the checkpoint in 4-bit NF4 with bitsandbytes (QLoRA; CUDA only).")
+    lora: dict = _f({}, "LoRA settings (r, alpha, dropout, target_modules); empty = full fine-tuning.")
+    tokenizer_path: str = _f("data/tokenizer", "Where the project's BPE tokenizer is saved / loaded.")
+    vocab_size: int = _f(8192, "BPE vocabulary size including special tokens.")
+    max_length: int = _f(3072, "Longest SFT example in tokens (prompt + completion); longer ones are dropped.")
+    sft_refine: bool = _f(True, "Add refinement transcripts (attempt -> feedback -> other variant) to SFT.")
+    sft_max_examples: int = _f(0, "Use at most this many SFT examples (0 = all).")
+    sft_epochs: float = _f(3.0, "Passes over the SFT data (max_steps, if set, wins).")
+    sft_max_steps: int = _f(-1, "Optimiser steps (-1: from sft_epochs).")
+    sft_time_budget_s: float = _f(0.0, "Stop SFT after this many seconds (0 = no limit).")
+    learning_rate: float = _f(1e-3, "Peak learning rate (cosine decay, linear warm-up).")
+    warmup: float = _f(0.03, "Warm-up: a fraction of the steps (< 1) or a number of steps.")
+    weight_decay: float = _f(0.01, "AdamW weight decay.")
+    batch_size: int = _f(8, "SFT examples per device per step.")
+    grad_accum: int = _f(1, "Gradient accumulation steps.")
+    logging_steps: int = _f(10, "Log the training loss every this many steps.")
+    n_samples: int = _f(5, "Samples per task in evaluation (pass@1 and pass@5 come from these).")
+    temperature: float = _f(0.8, "Sampling temperature (0 = greedy).")
+    top_p: float = _f(0.95, "Nucleus sampling mass.")
+    max_new_tokens: int = _f(1536, "Longest completion sampled, in tokens.")
+    sample_batch_size: int = _f(64, "Prompts x samples generated per batch.")
+    seed: int = _f(0, "Seed for model initialisation, data order and sampling.")
+
+    @classmethod
+    def for_profile(cls, name: str, **overrides: Any) -> "PolicyConfig":
+        """Settings of profile `name` (smoke | mini | paper) with keyword overrides."""
+        if name not in _POLICY_PROFILES:
+            raise ValueError(f"unknown profile {name!r}; choose one of {sorted(_POLICY_PROFILES)}")
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(overrides) - known)
+        if bad:
+            raise ValueError(f"unknown PolicyConfig setting(s) {bad}; known: {sorted(known)}")
+        return replace(_POLICY_PROFILES[name], **overrides)
+
+
+_POLICY_PROFILES = {
+    "smoke": PolicyConfig(model_size="tiny", sft_max_examples=64, sft_max_steps=12,
+                          batch_size=4, learning_rate=3e-3, logging_steps=1, n_samples=2,
+                          max_new_tokens=64, sample_batch_size=8),
+    "mini": PolicyConfig(model_size="L", sft_epochs=3.0, sft_time_budget_s=420.0, batch_size=16,
+                         learning_rate=1e-3, logging_steps=20),
+    "paper": PolicyConfig(model_size="L", model_name_or_path=PAPER_MODELS["L"], quantize_4bit=True,
+                          lora=dict(LORA_DEFAULTS), learning_rate=1e-4, batch_size=2, grad_accum=8,
+                          sft_epochs=1.0, max_length=4096, max_new_tokens=2048, sample_batch_size=16),
+}
+
+
+# --------------------------------------------------------------------------- tokenizer
+
+
+def tokenizer_corpus(tasks: Iterable[Task], python_files: Iterable[str | Path] = (),
+                     max_python_chars: int = 400_000) -> Iterable[str]:
+    """Texts the tokenizer learns from: C references, CUDA variants, prompt text, some Python.
+
+    The prompt text (system prompt, task prompts, feedback phrases) is included so that the
+    fixed wording of every turn costs few tokens.
+    """
+    yield prompts.SYSTEM_PROMPT
+    yield prompts.REVISE
+    for t in tasks:
+        yield t.reference
+        yield prompts.task_user_text(t)
+        for v in t.variants:
+            yield v.source
+    for msg in _feedback_phrases():
+        yield msg
+    used = 0
+    for p in python_files:
+        if used >= max_python_chars:
+            break
+        text = Path(p).read_text(errors="replace")[: max_python_chars - used]
+        used += len(text)
+        yield text
+
+
+def _feedback_phrases() -> list[str]:
+    """Feedback texts of every kind, so their wording is in the vocabulary."""
+    f = {"coal": 0.4, "occ": 0.3, "div": 2.0, "xfer": 2.0, "atomics": 16.0, "tpb": 48.0, "kernels": 8.0}
+    rs = [
+        EvalResult("x", "x", status="compile_error",
+                   compile_log='cand.cu(3): error: identifier "x" is undefined\n  y = x;\n      ^\n'),
+        EvalResult("x", "x", status="wrong", compiled=True, pass_rate=0.5, correct=False, features=f,
+                   failures=[{"test": "odd", "sizes": {"n": 1003}, "reason": "mismatch", "param": "y",
+                              "summary": "3 wrong element(s), first at index 1000, max abs err 1, "
+                                         "max rel err 1, l2 rel 0.1",
+                              "examples": [{"index": 1000, "expected": 1.0, "got": 0.0}]}]),
+        EvalResult("x", "x", status="correct", compiled=True, pass_rate=1.0, correct=True,
+                   speedup=2.0, cv=0.01, runtime_ms=0.5, features=f),
+        EvalResult("x", "x", status="compiled", compiled=True),
+    ]
+    return [prompts.feedback_message(r) for r in rs]
+
+
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 8192, min_frequency: int = 2):
+    """Byte-level BPE trained on `texts`, wrapped as a PreTrainedTokenizerFast with a chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
+                                  special_tokens=SPECIAL_TOKENS,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  show_progress=False)
+    tok.train_from_iterator(texts, trainer=trainer)
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token=EOS_TOKEN, pad_token=PAD_TOKEN,
+                                   model_max_length=1 << 20)
+    fast.chat_template = CHAT_TEMPLATE
+    fast.padding_side = "right"
+    return fast
+
+
+def load_tokenizer(path: str | Path):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(path))
+
+
+def repo_python_files(root: str | Path = ".") -> list[Path]:
+    return sorted(Path(root, "cudaperf").rglob("*.py"))
+
+
+def get_tokenizer(cfg: PolicyConfig, tasks: Sequence[Task] = (), root: str | Path = "."):
+    """The project tokenizer: loaded from `cfg.tokenizer_path` if saved there, else trained on
+    the TRAIN split of `tasks` (never val/test) plus the repo's Python, and saved."""
+    path = Path(root, cfg.tokenizer_path)
+    if (path / "tokenizer.json").is_file():
+        return load_tokenizer(path)
+    train = [t for t in tasks if t.split == "train"]
+    if not train:
+        raise ValueError(f"no tokenizer at {path} and no train-split tasks to train one on")
+    tok = train_tokenizer(tokenizer_corpus(train, repo_python_files(root)), cfg.vocab_size)
+    tok.save_pretrained(str(path))
+    return tok
+
+
+def tokenizer_stats(tok, texts: dict[str, Sequence[str]]) -> list[dict[str, Any]]:
+    """Rows (kind, texts, mean/median/p95/max tokens, chars per token) per named group of texts."""
+    import numpy as np
+
+    rows = []
+    for kind, group in texts.items():
+        if not group:
+            continue
+        n = np.array([len(tok(t, add_special_tokens=False)["input_ids"]) for t in group])
+        chars = sum(len(t) for t in group)
+        rows.append({"kind": kind, "texts": len(group), "mean_tokens": float(n.mean()),
+                     "median_tokens": float(np.median(n)), "p95_tokens": float(np.percentile(n, 95)),
+                     "max_tokens": int(n.max()), "chars_per_token": chars / max(1, int(n.sum()))})
+    return rows
+
+
+# --------------------------------------------------------------------------- models
+
+
+def model_config(size: str, tokenizer, max_length: int = 2048):
+    """Qwen3Config for a mini policy of `size` (see MODEL_SPECS) matching `tokenizer`."""
+    from transformers import Qwen3Config
+
+    if size not in MODEL_SPECS:
+        raise ValueError(f"unknown model size {size!r}; choose one of {list(MODEL_SPECS)}")
+    return Qwen3Config(vocab_size=len(tokenizer), max_position_embeddings=max_length,
+                       tie_word_embeddings=True, pad_token_id=tokenizer.pad_token_id,
+                       eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+                       rope_parameters={"rope_type": "default", "rope_theta": 10000.0},
+                       **MODEL_SPECS[size])
+
+
+def build_model(size: str, tokenizer, max_length: int = 2048, seed: int = 0):
+    """A freshly initialised Qwen3ForCausalLM of `size` (deterministic for a seed)."""
+    import torch
+    from transformers import GenerationConfig, Qwen3ForCausalLM
+
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(model_config(size, tokenizer, max_length))
+    model.generation_config = GenerationConfig(eos_token_id=tokenizer.eos_token_id,
+                                               pad_token_id=tokenizer.pad_token_id)
+    return model
+
+
+def count_parameters(model) -> int:
+    """Distinct trainable-or-not parameters (tied embeddings counted once)."""
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def save_policy(model, tokenizer, path: str | Path, max_shard_size: str = "16MB") -> list[Path]:
+    """Save fp16 safetensors in shards of at most `max_shard_size`, plus the tokenizer."""
+    import torch
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    half = copy.deepcopy(model).to(torch.float16)
+    half.save_pretrained(str(path), max_shard_size=max_shard_size, safe_serialization=True)
+    tokenizer.save_pretrained(str(path))
+    return sorted(path.glob("*.safetensors"))
+
+
+# --------------------------------------------------------------------------- SFT data
+
+
+def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[str, float]]:
+    """{(task_id, variant): {"speedup", "cv"}} from a parquet/CSV/JSONL table of measured variants.
+
+    Columns: task_id, variant, speedup (over the naive variant), optionally cv and correct; rows
+    marked not correct and rows without a speedup are skipped.
+    """
+    import pandas as pd
+
+    path = Path(path)
+    if path.suffix == ".parquet":
+        df = pd.read_parquet(path)
+    elif path.suffix == ".csv":
+        df = pd.read_csv(path)
+    else:
+        df = pd.read_json(path, lines=True)
+    out = {}
+    for r in df.to_dict(orient="records"):
+        if "correct" in r and not r["correct"]:
+            continue
+        s = r.get("speedup")
+        if s is None or not math.isfinite(float(s)):
+            continue
+        cv = r.get("cv")
+        out[(str(r["task_id"]), str(r["variant"]))] = {
+            "speedup": float(s), "cv": float(cv) if cv is not None and math.isfinite(float(cv)) else None}
+    return out
+
+
+def known_result(task: Task, code: str, measured: dict[str, float] | None = None) -> EvalResult:
+    """An EvalResult for a verified variant stating only what is known about it.
+
+    Known: it compiles and is correct (variants are verified on a GPU), and its static features
+    (computed here from the source). Speed and CV only from a measurement; otherwise None.
+    """
+    from cudaperf.features import static_features
+
+    feats = static_features(code).values()
+    r = EvalResult(task_id=task.task_id, candidate_hash="", status="correct", compiled=True,
+                   pass_rate=1.0, correct=True, features=feats, message="correct")
+    if measured:
+        r.speedup = measured.get("speedup")
+        r.cv = measured.get("cv")
+    return r
+
+
+def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict] | None = None,
+                 refine: bool = True, measurably_faster: float = 1.05) -> list[dict[str, Any]]:
+    """TRL prompt-completion records: every variant of every task, plus refinement transcripts.
+
+    Refinement pairs: with measurements of a task's variants, every variant measured slower
+    than the task's fastest (by `measurably_faster`) is an attempt whose feedback carries its
+    measured speedup and CV, answered by the fastest. Without measurements the naive variant is
+    the attempt (feedback: correct, no numbers) and each optimised variant an answer.
+    """
+    measurements = measurements or {}
+    out: list[dict[str, Any]] = []
+    for t in tasks:
+        base = prompts.task_prompt(t)
+        for v in t.variants:
+            out.append(_record(t, base, v.source, "translate", v.name, ""))
+        if not refine or len(t.variants) < 2:
+            continue
+        meas = {v.name: measurements.get((t.task_id, v.name)) for v in t.variants}
+        if all(meas.values()):
+            best = max(t.variants, key=lambda v: meas[v.name]["speedup"])
+            pairs = [(v, best) for v in t.variants
+                     if meas[best.name]["speedup"] > measurably_faster * meas[v.name]["speedup"]]
+        else:
+            naive = t.variants[0] if t.variants[0].name == "naive" else t.baseline_variant
+            pairs = [(naive, v) for v in t.variants if v.name != naive.name]
+            meas = {}
+        for slow, fast in pairs:
+            res = known_result(t, slow.source, meas.get(slow.name))
+            msgs = prompts.refine_prompt(t, slow.source, res)
+            out.append(_record(t, msgs, fast.source, "refine", fast.name, slow.name))
+    return out
+
+
+def _record(t: Task, prompt_msgs, code: str, kind: str, variant: str, attempt: str) -> dict[str, Any]:
+    return {"prompt": prompt_msgs,
+            "completion": [{"role": "assistant", "content": prompts.completion_for(code)}],
+            "task_id": t.task_id, "family": t.family, "kind": kind, "variant": variant,
+            "attempt": attempt}
+
+
+def example_lengths(examples: Sequence[dict], tokenizer) -> list[dict[str, int]]:
+    """Prompt, completion and total token counts of each record, as the chat template renders it."""
+    ps = [tokenizer.apply_chat_template(ex["prompt"], tokenize=False, add_generation_prompt=True)
+          for ex in examples]
+    fulls = [tokenizer.apply_chat_template(ex["prompt"] + ex["completion"], tokenize=False)
+             for ex in examples]
+    if not ps:
+        return []
+    # One batched call each: the Rust tokenizer encodes a batch on all cores.
+    n_p = [len(x) for x in tokenizer(ps, add_special_tokens=False)["input_ids"]]
+    n_all = [len(x) for x in tokenizer(fulls, add_special_tokens=False)["input_ids"]]
+    return [{"prompt_tokens": a, "completion_tokens": b - a, "total_tokens": b}
+            for a, b in zip(n_p, n_all)]
+
+
+def filter_by_length(examples: Sequence[dict], tokenizer, max_length: int) -> tuple[list[dict], int]:
+    """(records that fit in max_length tokens, number dropped): never truncate a kernel mid-way."""
+    lens = example_lengths(examples, tokenizer)
+    kept = [ex for ex, n in zip(examples, lens) if n["total_tokens"] <= max_length]
+    return kept, len(examples) - len(kept)
+
+
+# --------------------------------------------------------------------------- SFT training
+
+
+@dataclass
+class SFTOutcome:
+    steps: int
+    seconds: float
+    losses: list[dict[str, float]]  # {"step", "loss"} as logged by the trainer
+    stopped_by_budget: bool
+    train_examples: int
+
+
+def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
+              output_dir: str | Path, eval_examples: Sequence[dict] | None = None) -> SFTOutcome:
+    """Supervised warm start with TRL's SFTTrainer (loss on completions only)."""
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    cuda = torch.cuda.is_available()
+    cols = ("prompt", "completion")
+    train = Dataset.from_list([{k: ex[k] for k in cols} for ex in examples])
+    evald = (Dataset.from_list([{k: ex[k] for k in cols} for ex in eval_examples])
+             if eval_examples else None)
+    bf16 = cuda and torch.cuda.is_bf16_supported()
+    args = SFTConfig(
+        output_dir=str(output_dir), max_length=cfg.max_length, completion_only_loss=True,
+        packing=False, per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="cosine", warmup_steps=cfg.warmup,
+        weight_decay=cfg.weight_decay, num_train_epochs=cfg.sft_epochs, max_steps=cfg.sft_max_steps,
+        logging_steps=cfg.logging_steps, save_strategy="no", report_to="none", seed=cfg.seed,
+        bf16=bf16, use_cpu=not cuda, gradient_checkpointing=False, disable_tqdm=True,
+        # Examples vary from ~300 to ~2000 tokens; batching similar lengths wastes less padding.
+        train_sampling_strategy="group_by_length",
+        eval_strategy="epoch" if evald is not None else "no",
+        dataloader_num_workers=0, optim="adamw_torch_fused" if cuda else "adamw_torch",
+    )
+
+    class _Budget(TrainerCallback):
+        def __init__(self):
+            self.t0 = time.perf_counter()
+            self.hit = False
+
+        def on_step_end(self, a, state, control, **kw):
+            if cfg.sft_time_budget_s and time.perf_counter() - self.t0 > cfg.sft_time_budget_s:
+                self.hit = True
+                control.should_training_stop = True
+            return control
+
+    budget = _Budget()
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=evald,
+                         processing_class=tokenizer, callbacks=[budget])
+    t0 = time.perf_counter()
+    trainer.train()
+    secs = time.perf_counter() - t0
+    losses = [{"step": h["step"], "loss": h["loss"]} for h in trainer.state.log_history if "loss" in h]
+    losses += [{"step": h["step"], "eval_loss": h["eval_loss"]}
+               for h in trainer.state.log_history if "eval_loss" in h]
+    return SFTOutcome(steps=trainer.state.global_step, seconds=secs, losses=losses,
+                      stopped_by_budget=budget.hit, train_examples=len(train))
+
+
+# --------------------------------------------------------------------------- sampling
+
+
+def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, temperature: float = 0.8,
+           max_new_tokens: int = 1024, batch_size: int = 32, top_p: float = 1.0,
+           seed: int | None = None) -> list[list[str]]:
+    """n completions per task (or per ready-made message list), batched with left padding."""
+    import torch
+
+    if n < 1:
+        raise ValueError("n must be >= 1")
+    msgs = [prompts.task_prompt(t) if isinstance(t, Task) else t for t in tasks]
+    texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True) for m in msgs]
+    jobs = [(i, txt) for i, txt in enumerate(texts) for _ in range(n)]
+    out: list[list[str]] = [[] for _ in texts]
+    if seed is not None:
+        torch.manual_seed(seed)
+    device = next(model.parameters()).device
+    side = tokenizer.padding_side
+    tokenizer.padding_side = "left"
+    was_training = model.training
+    model.eval()
+    try:
+        for s in range(0, len(jobs), max(1, batch_size)):
+            chunk = jobs[s:s + batch_size]
+            enc = tokenizer([t for _, t in chunk], return_tensors="pt", padding=True,
+                            add_special_tokens=False).to(device)
+            gen = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                       eos_token_id=tokenizer.eos_token_id)
+            if temperature > 0:
+                gen.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+            else:
+                gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            with torch.no_grad():
+                seqs = model.generate(**enc, **gen)
+            new = seqs[:, enc["input_ids"].shape[1]:]
+            for (i, _), row in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
+                out[i].append(row)
+    finally:
+        tokenizer.padding_side = side
+        model.train(was_training)
+    return out
+
+
+def extract_codes(samples: list[list[str]]) -> list[list[str]]:
+    """The CUDA translation unit of every sample (cudaperf.rewards.extract_code)."""
+    from cudaperf.rewards import extract_code
+
+    return [[extract_code(s) for s in row] for row in samples]
+
+
+# --------------------------------------------------------------------------- evaluation summary
+# (pass@k, geomean speedup and fast_p of one policy's samples; move to cudaperf/metrics.py when
+# that module exists, so GRPO and the main results use the same definitions.)
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples of which c are correct (Chen et al., 2021)."""
+    if n - c < k:
+        return 1.0
+    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
+
+
+def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
+                 fast_ps: Sequence[float] = (1.0, 1.5)) -> dict[str, Any]:
+    """Policy-level metrics from per-sample rows {task_id, compiled, correct, speedup, flags}.
+
+    compile_rate and correct_rate are over samples; pass@k averages the unbiased estimator over
+    tasks (k larger than a task's sample count is skipped); geomean_speedup is over correct,
+    unflagged samples with a measured speedup; fast_p is the share of samples that are correct,
+    unflagged and faster than p times the naive variant.
+    """
+    by: dict[str, list[dict]] = {}
+    for r in rows:
+        by.setdefault(r["task_id"], []).append(r)
+    n_s = len(rows)
+
+    def ok(r):
+        return bool(r.get("correct")) and not any(str(f).startswith("hack:") for f in (r.get("flags") or []))
+
+    out: dict[str, Any] = {"tasks": len(by), "samples": n_s,
+                           "compile_rate": sum(bool(r.get("compiled")) for r in rows) / n_s if n_s else None,
+                           "correct_rate": sum(ok(r) for r in rows) / n_s if n_s else None}
+    for k in ks:
+        vals = [pass_at_k(len(g), sum(ok(r) for r in g), k) for g in by.values() if len(g) >= k]
+        out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
+    sp = [float(r["speedup"]) for r in rows if ok(r) and r.get("speedup") and float(r["speedup"]) > 0]
+    out["geomean_speedup"] = math.exp(sum(map(math.log, sp)) / len(sp)) if sp else None
+    out["timed_correct"] = len(sp)
+    for p in fast_ps:
+        out[f"fast_{p:g}"] = (sum(1 for r in rows if ok(r) and r.get("speedup") and float(r["speedup"]) > p)
+                              / n_s) if n_s else None
+    return out
+
+
+# --------------------------------------------------------------------------- paper profile
+
+
+def bnb_config(compute_dtype: str = "bfloat16"):
+    """4-bit NF4 with double quantisation (QLoRA's recipe)."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
+                              bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=getattr(torch, compute_dtype))
+
+
+def lora_config(lora: dict[str, Any] | None = None):
+    """peft LoraConfig for a causal LM; keys r, alpha, dropout, target_modules (defaults above)."""
+    from peft import LoraConfig
+
+    lora = dict(lora or {})
+    bad = sorted(set(lora) - set(LORA_DEFAULTS))
+    if bad:
+        raise ValueError(f"unknown LoRA setting(s) {bad}; known: {sorted(LORA_DEFAULTS)}")
+    s = {**LORA_DEFAULTS, **lora}
+    return LoraConfig(r=int(s["r"]), lora_alpha=float(s["alpha"]), lora_dropout=float(s["dropout"]),
+                      target_modules=list(s["target_modules"]), bias="none", task_type="CAUSAL_LM")
+
+
+def load_policy(model_name_or_path: str, quantize_4bit: bool = False, lora: dict | None = None,
+                dtype: str = "bfloat16", device_map: Any = None, gradient_checkpointing: bool = True):
+    """(model, tokenizer) for a local or hub checkpoint, optionally 4-bit NF4 + LoRA (QLoRA)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(model_name_or_path)
+    if tok.pad_token is None:
+        tok.pad_token = tok.eos_token
+    kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
+    if quantize_4bit:
+        if not torch.cuda.is_available():
+            raise RuntimeError("quantize_4bit needs a CUDA GPU (bitsandbytes NF4 kernels); "
+                               "load with quantize_4bit=False on a CPU")
+        kw["quantization_config"] = bnb_config(dtype)
+        kw["device_map"] = device_map if device_map is not None else {"": torch.cuda.current_device()}
+    elif device_map is not None:
+        kw["device_map"] = device_map
+    model = AutoModelForCausalLM.from_pretrained(model_name_or_path, **kw)
+    if quantize_4bit:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+    if lora:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(lora))
+    return model, tok
+
+
+def policy_from_config(cfg: PolicyConfig, tasks: Sequence[Task] = (), root: str | Path = "."):
+    """(model, tokenizer) as a profile asks: a checkpoint (paper) or a fresh mini model."""
+    if cfg.model_name_or_path:
+        return load_policy(cfg.model_name_or_path, cfg.quantize_4bit, cfg.lora or None)
+    tok = get_tokenizer(cfg, tasks, root)
+    return build_model(cfg.model_size, tok, cfg.max_length, cfg.seed), tok
+
+
+def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
+    """At most k tasks, spread over families round-robin (deterministic for a seed)."""
+    by: dict[str, list[Task]] = {}
+    for t in tasks:
+        by.setdefault(t.family, []).append(t)
+    rng = random.Random(seed)
+    for v in by.values():
+        rng.shuffle(v)
+    fams = sorted(by)
+    out: list[Task] = []
+    i = 0
+    while len(out) < k and any(by.values()):
+        f = fams[i % len(fams)]
+        if by[f]:
+            out.append(by[f].pop())
+        i += 1
+    return out
+
+
+__all__ = ["CHAT_TEMPLATE", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
+           "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
+           "eval_summary", "extract_codes", "filter_by_length", "get_tokenizer", "known_result", "load_policy",
+           "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",
+           "pass_at_k", "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
+           "stratified", "tokenizer_corpus", "tokenizer_stats", "train_sft", "train_tokenizer"]

@@ -1,0 +1,233 @@
+"""Measurement table: schema round trip, shard merging, and the verified-dataset filter."""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from cudaperf import measurements as M
+from cudaperf.devtasks import dev_tasks
+from cudaperf.result import EvalResult
+
+
+def _res(task, status="correct", runtime=1.0, base=2.0, flags=(), gpu="NVIDIA H200"):
+    ok = status == "correct"
+    return EvalResult(task_id=task.task_id, candidate_hash="h", status=status, compiled=status != "compile_error",
+                      pass_rate=1.0 if ok else (0.5 if status == "wrong" else None), correct=ok if status != "compiled" else None,
+                      runtime_ms=runtime if ok else None, cv=0.01 if ok else None,
+                      baseline_ms=base if ok else None, speedup=base / runtime if ok else None,
+                      gpu=gpu, versions={"toolchain": "nvcc 13.0"}, flags=list(flags), message=status)
+
+
+def _rows(tasks, bad=None):
+    bad = bad or {}
+    rows = []
+    for t in tasks:
+        for v in t.variants:
+            status, flags = bad.get((t.task_id, v.name), ("correct", ()))
+            rows.append(M.row_from_result(t, v.name, _res(t, status, flags=flags), measured_at="2026-12-03T00:00:00+00:00"))
+    return rows
+
+
+def test_round_trip_keeps_values_types_and_metadata(tmp_path):
+    t = dev_tasks()[0]
+    rows = _rows([t], {(t.task_id, t.variants[1].name): ("wrong", ("hack:faster_than_roofline",))})
+    rows.append(M.row_from_result(t, "extra", _res(t, "compiled")))
+    p = M.save_measurements(rows, tmp_path / "m.parquet", metadata={"gpu": "NVIDIA H200", "driver": "580"})
+    df = M.load_measurements(p)
+    assert list(df.columns) == list(M.COLUMNS) and len(df) == len(rows)
+    assert df.loc[0, "runtime_ms"] == 1.0 and df.loc[0, "speedup"] == 2.0 and df.loc[0, "toolchain"] == "nvcc 13.0"
+    assert df.loc[1, "flags"] == ["hack:faster_than_roofline"] and df.loc[1, "status"] == "wrong"
+    assert pd.isna(df.loc[1, "runtime_ms"]), "a field the harness did not fill must stay null"
+    assert pd.isna(df.loc[len(df) - 1, "correct"])  # compiled-only: correctness unknown, not False
+    assert M.measurement_metadata(p) == {"gpu": "NVIDIA H200", "driver": "580"}
+    import pyarrow.parquet as pq
+    assert pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_schema_is_enforced(tmp_path):
+    t = dev_tasks()[0]
+    row = M.row_from_result(t, "naive", _res(t))
+    with pytest.raises(M.MeasurementError, match="unknown columns"):
+        M.save_measurements([{**row, "bogus": 1}], tmp_path / "x.parquet")
+    row.pop("cv")
+    with pytest.raises(M.MeasurementError, match="missing columns"):
+        M.save_measurements([row], tmp_path / "x.parquet")
+    with pytest.raises(M.MeasurementError):
+        M.row_from_result(dev_tasks()[1], "naive", _res(t))
+
+
+def test_merge_later_shard_wins(tmp_path):
+    t = dev_tasks()[0]
+    first = _rows([t], {(t.task_id, "naive"): ("crashed", ())})
+    second = [M.row_from_result(t, "naive", _res(t, runtime=3.0))]
+    p1 = M.save_measurements(first, tmp_path / "s0.parquet")
+    merged = M.merge([p1, pd.DataFrame(second)])
+    assert len(merged) == len(t.variants)
+    naive = merged[merged["variant"] == "naive"].iloc[0]
+    assert naive["status"] == "correct" and naive["runtime_ms"] == 3.0
+    # order matters: the earlier shard loses
+    merged2 = M.merge([pd.DataFrame(second), p1])
+    assert merged2[merged2["variant"] == "naive"].iloc[0]["status"] == "crashed"
+
+
+def test_verified_dataset_drops_unverified_variants_and_tasks():
+    saxpy, row_sum, hist, transpose = dev_tasks()
+    bad = {
+        (saxpy.task_id, saxpy.variants[2].name): ("wrong", ()),                          # task keeps 2 < 3
+        (row_sum.task_id, "naive"): ("compile_error", ()),                               # no naive
+        (hist.task_id, hist.variants[1].name): ("correct", ("hack:baseline_disturbed",)),  # flagged
+    }
+    rows = _rows([saxpy, row_sum, hist, transpose], bad)
+    rows = [r for r in rows if not (r["task_id"] == transpose.task_id and r["variant"] == transpose.variants[2].name)]
+    hist.variants.append(type(hist.variants[0])(name="extra", source=hist.variants[0].source))
+    rows.append(M.row_from_result(hist, "extra", _res(hist)))
+    n_hist = len(hist.variants)
+    kept, rep = M.verified_dataset([saxpy, row_sum, hist, transpose], pd.DataFrame(rows))
+    assert [t.task_id for t in kept] == [hist.task_id]
+    assert [v.name for v in kept[0].variants] == [v.name for v in hist.variants if v.name != hist.variants[1].name]
+    assert len(hist.variants) == n_hist, "the input tasks must not be modified"
+    reasons = {(d["task_id"], d["variant"]): d["reason"] for d in rep.dropped_variants}
+    assert reasons[(saxpy.task_id, saxpy.variants[2].name)] == "status wrong"
+    assert reasons[(row_sum.task_id, "naive")] == "status compile_error"
+    assert reasons[(hist.task_id, hist.variants[1].name)] == "flagged hack:baseline_disturbed"
+    assert reasons[(transpose.task_id, transpose.variants[2].name)] == "not measured"
+    tr = {d["task_id"]: d["reason"] for d in rep.dropped_tasks}
+    assert tr == {saxpy.task_id: "fewer than 3 verified variants", row_sum.task_id: "naive variant not verified",
+                  transpose.task_id: "fewer than 3 verified variants"}
+    assert rep.tasks_kept == 1 and rep.variants_kept == len(kept[0].variants)
+
+
+def test_a_compiled_only_cpu_row_never_verifies():
+    t = dev_tasks()[0]
+    rows = [M.row_from_result(t, v.name, _res(t, "compiled")) for v in t.variants]
+    kept, rep = M.verified_dataset([t], pd.DataFrame(rows))
+    assert kept == [] and rep.variant_reasons() == {"status compiled": len(t.variants)}
+
+
+def test_any_failing_row_of_a_variant_rejects_it():
+    t = dev_tasks()[0]
+    rows = _rows([t]) + [M.row_from_result(t, t.variants[1].name, _res(t, "crashed", gpu="other"))]
+    kept, rep = M.verified_dataset([t], pd.DataFrame(rows), min_variants=2)
+    assert [v.name for v in kept[0].variants] == [t.variants[0].name, t.variants[2].name]
+
+
+def test_summarize_counts_and_naive_threshold():
+    saxpy, row_sum = dev_tasks()[:2]
+    rows = _rows([saxpy, row_sum], {(row_sum.task_id, row_sum.variants[1].name): ("wrong", ())})
+    for r in rows:
+        if r["variant"] == "naive" and r["task_id"] == saxpy.task_id:
+            r["runtime_ms"] = 0.005  # below 20 us
+    s = M.summarize(pd.DataFrame(rows))
+    assert s["verified"] == len(rows) - 1 and s["failed"] == 1 and s["by_status"]["wrong"] == 1
+    assert s["naive_ge_min_fraction"] == 0.5 and s["tasks"] == 2
+
+
+# --------------------------------------------------------------------------- verify_dataset.py (CPU logic)
+
+def _verify_module():
+    import importlib.util
+    from pathlib import Path
+
+    p = Path(__file__).resolve().parents[1] / "benchmarks" / "verify_dataset.py"
+    spec = importlib.util.spec_from_file_location("verify_dataset", p)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+class FakeHarness:
+    """Stands in for Harness on a CPU: hand-made EvalResults, a prepare error for one task."""
+
+    def __init__(self, broken=(), wrong=()):
+        self.broken, self.wrong = set(broken), set(wrong)
+        self.prepared, self.evaluated = [], []
+
+    def prepare(self, tasks):
+        self.prepared.append([t.task_id for t in tasks])
+        return {t.task_id: "naive: does not compile" for t in tasks if t.task_id in self.broken}
+
+    def evaluate_many(self, items):
+        out = []
+        for t, src in items:
+            name = next(v.name for v in t.variants if v.source == src)
+            self.evaluated.append((t.task_id, name))
+            out.append(_res(t, "wrong" if (t.task_id, name) in self.wrong else "correct",
+                            runtime=0.05 if name == "naive" else 0.01, base=0.05))
+        return out
+
+    def versions(self):
+        return {"toolchain": "nvcc 13.0"}
+
+
+def _many_tasks(n):
+    import copy
+    base = dev_tasks()
+    out = []
+    for i in range(n):
+        t = copy.deepcopy(base[i % len(base)])
+        t.task_id = f"{t.task_id}_{i:02d}"
+        out.append(t)
+    return out
+
+
+def test_shards_partition_the_tasks():
+    V = _verify_module()
+    tasks = _many_tasks(23)
+    shards = [V.shard_tasks(tasks, k, 4) for k in range(4)]
+    ids = [t.task_id for s in shards for t in s]
+    assert sorted(ids) == sorted(t.task_id for t in tasks) and len(set(ids)) == len(ids)
+    assert max(map(len, shards)) - min(map(len, shards)) <= 1
+    assert [t.task_id for t in V.shard_tasks(list(reversed(tasks)), 1, 4)] == [t.task_id for t in shards[1]]
+    with pytest.raises(ValueError):
+        V.shard_tasks(tasks, 4, 4)
+
+
+def test_run_builds_the_table_and_resumes(tmp_path):
+    V = _verify_module()
+    tasks = _many_tasks(6)
+    wrong = {(tasks[2].task_id, tasks[2].variants[1].name)}
+    h = FakeHarness(broken={tasks[1].task_id}, wrong=wrong)
+    out = V.shard_path(tmp_path, "nvidia-h200", 0)
+    meta = {"gpu": "NVIDIA H200", "driver": "580.1", "nvcc": "13.0", "command": "test"}
+    table = V.run_chunks(h, V.pending(tasks, set()), out, meta, chunk_variants=7, log=lambda s: None)
+    n_all = sum(len(t.variants) for t in tasks)
+    assert len(table) == n_all and M.measurement_metadata(out)["driver"] == "580.1"
+    assert all(len(c) <= 3 for c in h.prepared), "prepare is called per chunk, for that chunk's tasks"
+    assert [x for c in h.prepared for x in c] == [t.task_id for t in tasks]
+    broken = table[table["task_id"] == tasks[1].task_id]
+    assert set(broken["status"]) == {"crashed"} and all("preparation failed" in m for m in broken["message"])
+    assert (tasks[1].task_id, "naive") not in h.evaluated, "an unprepared task is not evaluated"
+    reasons = V.failure_reasons(table)
+    assert reasons == {"crashed (task:prepare_failed)": len(tasks[1].variants), "wrong": 1}
+    # resume: nothing left; with --retry-failed only the failed pairs run again
+    done = V.done_pairs(V.existing_table(tmp_path, "nvidia-h200"))
+    assert V.pending(tasks, done) == []
+    redo = V.pending(tasks, V.done_pairs(V.existing_table(tmp_path, "nvidia-h200"), retry_failed=True))
+    assert sorted((t.task_id, n) for t, ns in redo for n in ns) == sorted(
+        [(tasks[1].task_id, v.name) for v in tasks[1].variants] + list(wrong))
+    h2 = FakeHarness()
+    table2 = V.run_chunks(h2, redo, out, meta, log=lambda s: None)
+    assert len(table2) == n_all and (table2["status"] == "correct").all()
+    assert len(h2.evaluated) == len(tasks[1].variants) + 1
+    lines = V.summary_lines(table2)
+    assert "verified 18, failed 0" in lines[0] and "100.0% of 6" in lines[2]
+
+
+def test_time_budget_stops_between_chunks_and_the_rest_resumes(tmp_path):
+    V = _verify_module()
+    tasks = _many_tasks(8)
+    now = [0.0]
+
+    class SlowHarness(FakeHarness):
+        def evaluate_many(self, items):
+            now[0] += 40.0  # every chunk takes 40 "seconds"
+            return super().evaluate_many(items)
+
+    out = V.shard_path(tmp_path, "gpu", 3)
+    h = SlowHarness()
+    table = V.run_chunks(h, V.pending(tasks, set()), out, {}, chunk_variants=3, max_seconds=100,
+                         clock=lambda: now[0], log=lambda s: None)
+    assert len(h.prepared) == 2, "a third 40 s chunk does not fit in the 20 s left"
+    assert len(table) == 6 and out.exists()
+    rest = V.pending(tasks, V.done_pairs(V.existing_table(tmp_path, "gpu")))
+    assert [t.task_id for t, _ in rest] == [t.task_id for t in tasks[2:]]

@@ -1,0 +1,323 @@
+"""Policy models: tokenizer round trips, Qwen3 family sizes, honest SFT records, SFT that learns,
+batched sampling equal to unbatched, sharded fp16 checkpoints, and the paper-profile loader."""
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+import torch
+
+from cudaperf import policy, prompts
+from cudaperf.devtasks import dev_tasks
+from cudaperf.rewards import extract_code
+
+TASKS = dev_tasks()
+
+
+@pytest.fixture(scope="module")
+def tok():
+    # Small vocabulary: trains in well under a second on the dev tasks.
+    return policy.train_tokenizer(policy.tokenizer_corpus(TASKS), vocab_size=600)
+
+
+@pytest.fixture(scope="module")
+def tiny(tok):
+    return policy.build_model("tiny", tok, max_length=2048, seed=0)
+
+
+# --------------------------------------------------------------------------- tokenizer
+
+
+def test_tokenizer_is_byte_level_lossless(tok):
+    for s in ["__global__ void k(float *x) {\n\tx[threadIdx.x] = 1.0f;\n}\n",
+              "été 中文 \x00\x7f emoji 🚀   trailing  ", TASKS[0].reference]:
+        assert tok.decode(tok(s, add_special_tokens=False)["input_ids"]) == s
+
+
+def test_special_tokens_and_chat_template(tok):
+    for t in policy.SPECIAL_TOKENS:
+        assert len(tok(t, add_special_tokens=False)["input_ids"]) == 1
+    assert tok.eos_token == "<|im_end|>" and tok.pad_token == "<|endoftext|>"
+    assert tok.eos_token_id != tok.pad_token_id
+    text = tok.apply_chat_template(prompts.task_prompt(TASKS[0]), tokenize=False, add_generation_prompt=True)
+    assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
+    assert text.count("<|im_end|>") == 2
+
+
+def test_tokenizer_save_load_round_trip(tok, tmp_path):
+    tok.save_pretrained(tmp_path)
+    back = policy.load_tokenizer(tmp_path)
+    s = TASKS[1].variants[1].source
+    assert back(s)["input_ids"] == tok(s)["input_ids"]
+    assert back.chat_template == tok.chat_template and len(back) == len(tok)
+
+
+def test_get_tokenizer_trains_on_train_split_only_then_loads(tmp_path):
+    cfg = policy.PolicyConfig.for_profile("smoke", vocab_size=500, tokenizer_path="tok")
+    held = [t for t in TASKS]
+    held[0] = type(held[0])(**{**held[0].__dict__, "split": "test",
+                               "reference": "void f() {" + " zzqqxx();" * 500 + " }"})
+    tok = policy.get_tokenizer(cfg, held, root=tmp_path)
+    assert (tmp_path / "tok" / "tokenizer.json").is_file()
+    assert not any("zzqqxx" in t for t in tok.get_vocab()), "test-split text leaked into the vocabulary"
+    # Control: the same text in the train split does enter the vocabulary.
+    held[0].split = "train"
+    ctl = policy.get_tokenizer(cfg, held, root=tmp_path / "ctl")
+    assert any("zzqqxx" in t for t in ctl.get_vocab())
+    again = policy.get_tokenizer(cfg, [], root=tmp_path)  # loads, needs no tasks
+    assert again.get_vocab() == tok.get_vocab()
+    with pytest.raises(ValueError, match="no tokenizer"):
+        policy.get_tokenizer(cfg, [], root=tmp_path / "empty")
+
+
+def test_tokenizer_stats_rows(tok):
+    rows = policy.tokenizer_stats(tok, {"c": [t.reference for t in TASKS], "empty": []})
+    assert [r["kind"] for r in rows] == ["c"] and rows[0]["chars_per_token"] > 1.5
+
+
+# --------------------------------------------------------------------------- models
+
+
+class _VocabStub:  # model_config needs only the vocabulary size and the special-token ids
+    pad_token_id, eos_token_id = 0, 2
+
+    def __len__(self):
+        return 7232
+
+
+@pytest.mark.parametrize("size,lo,hi", [("tiny", 0.1e6, 0.4e6), ("S", 1.5e6, 2.5e6),
+                                        ("M", 6e6, 10e6), ("L", 20e6, 30e6)])
+def test_family_sizes(size, lo, hi):
+    from transformers import Qwen3ForCausalLM
+
+    cfg = policy.model_config(size, _VocabStub())
+    assert cfg.model_type == "qwen3" and cfg.tie_word_embeddings
+    assert cfg.num_attention_heads % cfg.num_key_value_heads == 0
+    with torch.device("meta"):
+        m = Qwen3ForCausalLM(cfg)
+    assert lo <= policy.count_parameters(m) <= hi
+
+
+def test_unknown_size_is_rejected(tok):
+    with pytest.raises(ValueError, match="unknown model size"):
+        policy.model_config("XL", tok)
+
+
+def test_build_model_is_deterministic_per_seed(tok):
+    a, b = policy.build_model("tiny", tok, seed=3), policy.build_model("tiny", tok, seed=3)
+    c = policy.build_model("tiny", tok, seed=4)
+    pa, pb, pc = (next(m.parameters()) for m in (a, b, c))
+    assert torch.equal(pa, pb) and not torch.equal(pa, pc)
+    assert a.config.vocab_size == len(tok) and a.config.eos_token_id == tok.eos_token_id
+
+
+# --------------------------------------------------------------------------- SFT records
+
+
+def test_sft_records_cover_every_variant_and_refine_honestly():
+    ex = policy.sft_examples(TASKS)
+    for t in TASKS:
+        tr = [e for e in ex if e["task_id"] == t.task_id and e["kind"] == "translate"]
+        assert sorted(e["variant"] for e in tr) == sorted(v.name for v in t.variants)
+        for e in tr:
+            assert e["prompt"] == prompts.task_prompt(t)
+            assert extract_code(e["completion"][0]["content"]) == t.variant(e["variant"]).source.strip() + "\n"
+        rf = [e for e in ex if e["task_id"] == t.task_id and e["kind"] == "refine"]
+        assert {e["attempt"] for e in rf} == {"naive"}
+        assert sorted(e["variant"] for e in rf) == sorted(v.name for v in t.variants[1:])
+        for e in rf:
+            fb = e["prompt"][-1]["content"]
+            assert "correct on every test configuration" in fb
+            assert "Speedup" not in fb and "ms." not in fb, "nothing was measured: no speed claims"
+            assert e["prompt"][2]["content"] == prompts.completion_for(t.variant("naive").source)
+
+
+def test_sft_refinement_uses_measurements_when_given():
+    t = TASKS[0]
+    names = [v.name for v in t.variants]
+    meas = {(t.task_id, names[0]): {"speedup": 1.0, "cv": 0.02},
+            (t.task_id, names[1]): {"speedup": 1.02, "cv": 0.01},  # not measurably slower than best
+            (t.task_id, names[2]): {"speedup": 1.6, "cv": 0.03}}
+    # Move the fastest to second place to check it is chosen by measurement, not by position.
+    meas[(t.task_id, names[1])], meas[(t.task_id, names[2])] = {"speedup": 1.6, "cv": 0.03}, {"speedup": 1.55, "cv": 0.01}
+    rf = [e for e in policy.sft_examples([t], meas) if e["kind"] == "refine"]
+    assert [(e["attempt"], e["variant"]) for e in rf] == [(names[0], names[1])]
+    assert "1.00x" in rf[0]["prompt"][-1]["content"] and "2.0%" in rf[0]["prompt"][-1]["content"]
+    # A task with a variant missing from the measurements falls back to the no-numbers form.
+    part = {k: v for k, v in meas.items() if k[1] != names[2]}
+    rf = [e for e in policy.sft_examples([t], part) if e["kind"] == "refine"]
+    assert all("Speedup" not in e["prompt"][-1]["content"] for e in rf)
+
+
+def test_load_variant_measurements_skips_incorrect_and_unmeasured(tmp_path):
+    import pandas as pd
+
+    p = tmp_path / "m.parquet"
+    pd.DataFrame([{"task_id": "a", "variant": "naive", "speedup": 1.0, "cv": 0.01, "correct": True},
+                  {"task_id": "a", "variant": "fast", "speedup": 3.0, "cv": None, "correct": True},
+                  {"task_id": "a", "variant": "bad", "speedup": 9.0, "cv": 0.0, "correct": False},
+                  {"task_id": "a", "variant": "none", "speedup": None, "cv": 0.0, "correct": True}]).to_parquet(p)
+    m = policy.load_variant_measurements(p)
+    assert m == {("a", "naive"): {"speedup": 1.0, "cv": 0.01}, ("a", "fast"): {"speedup": 3.0, "cv": None}}
+
+
+def test_filter_by_length_drops_whole_records(tok):
+    ex = policy.sft_examples(TASKS[:2], refine=False)
+    lens = [n["total_tokens"] for n in policy.example_lengths(ex, tok)]
+    cut = sorted(lens)[len(lens) // 2]
+    kept, dropped = policy.filter_by_length(ex, tok, cut)
+    assert dropped == sum(n > cut for n in lens) > 0 and len(kept) + dropped == len(ex)
+    assert all(n["completion_tokens"] > 0 for n in policy.example_lengths(kept, tok))
+
+
+# --------------------------------------------------------------------------- SFT, sampling, saving
+
+
+def test_sft_smoke_loss_decreases(tok, tmp_path):
+    cfg = policy.PolicyConfig.for_profile("smoke", sft_max_steps=8, batch_size=2, learning_rate=5e-3,
+                                          warmup=0, logging_steps=1)
+    model = policy.build_model("tiny", tok, seed=1)
+    ex = policy.sft_examples(TASKS[:1], refine=False)  # 3 records, repeated: loss must fall
+    before = [p.detach().clone() for p in model.parameters()]
+    out = policy.train_sft(model, tok, ex, cfg, tmp_path / "sft")
+    losses = [r["loss"] for r in out.losses if "loss" in r]
+    assert out.steps == 8 and len(losses) == 8
+    assert sum(losses[-2:]) / 2 < sum(losses[:2]) / 2 - 0.3, losses
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_sft_stops_at_the_time_budget(tok, tmp_path):
+    cfg = policy.PolicyConfig.for_profile("smoke", sft_max_steps=1000, batch_size=1,
+                                          sft_time_budget_s=1e-3, logging_steps=1)
+    model = policy.build_model("tiny", tok, seed=1)
+    out = policy.train_sft(model, tok, policy.sft_examples(TASKS[:1], refine=False), cfg, tmp_path / "b")
+    assert out.stopped_by_budget and out.steps == 1
+
+
+def test_batched_left_padded_sampling_equals_one_at_a_time(tok, tiny):
+    tasks = TASKS[:3]  # prompts of different lengths, so the batch really is padded
+    lens = {len(tok(tok.apply_chat_template(prompts.task_prompt(t), tokenize=False, add_generation_prompt=True),
+                    add_special_tokens=False)["input_ids"]) for t in tasks}
+    assert len(lens) > 1
+    batched = policy.sample(tiny, tok, tasks, n=1, temperature=0.0, max_new_tokens=6, batch_size=8)
+    single = [policy.sample(tiny, tok, [t], n=1, temperature=0.0, max_new_tokens=6, batch_size=1)[0]
+              for t in tasks]
+    assert batched == single
+    assert tok.padding_side == "right", "sample must restore the tokenizer's padding side"
+
+
+def test_sampling_shape_and_extraction(tok, tiny):
+    out = policy.sample(tiny, tok, TASKS[:2], n=3, temperature=1.0, max_new_tokens=5, batch_size=4, seed=0)
+    assert [len(r) for r in out] == [3, 3] and all(isinstance(s, str) for r in out for s in r)
+    assert not any("<|im_end|>" in s or "<|endoftext|>" in s for r in out for s in r)
+    again = policy.sample(tiny, tok, TASKS[:2], n=3, temperature=1.0, max_new_tokens=5, batch_size=4, seed=0)
+    assert out == again
+    codes = policy.extract_codes([["Sure!\n```cuda\nint x;\n```\nDone."]])
+    assert codes == [["int x;\n"]]
+
+
+def test_save_policy_writes_fp16_shards_within_limit(tok, tiny, tmp_path):
+    from safetensors import safe_open
+
+    shards = policy.save_policy(tiny, tok, tmp_path / "m", max_shard_size="40KB")
+    assert len(shards) >= 2
+    assert all(p.stat().st_size <= 40_000 + 4096 for p in shards)  # + safetensors header
+    for p in shards:
+        with safe_open(str(p), "pt") as f:
+            assert all(f.get_tensor(k).dtype == torch.float16 for k in f.keys())
+    assert next(tiny.parameters()).dtype == torch.float32, "saving must not change the live model"
+    idx = json.loads((tmp_path / "m" / "model.safetensors.index.json").read_text())
+    assert set(idx["weight_map"].values()) == {p.name for p in shards}
+
+
+# --------------------------------------------------------------------------- paper profile
+
+
+def test_load_policy_full_precision_matches_the_saved_model(tok, tiny, tmp_path):
+    policy.save_policy(tiny, tok, tmp_path / "ck")
+    model, tok2 = policy.load_policy(str(tmp_path / "ck"), quantize_4bit=False, lora=None, dtype="float32")
+    ids = tok(prompts.task_user_text(TASKS[0]), return_tensors="pt")["input_ids"][:, :64]
+    with torch.no_grad():
+        ref = tiny.to(torch.float16).float()(ids).logits
+        got = model(ids).logits
+    tiny.float()
+    assert torch.allclose(ref, got, atol=1e-3)
+    assert tok2.chat_template == tok.chat_template
+
+
+def test_load_policy_with_lora_trains_only_adapters(tok, tiny, tmp_path):
+    from peft import PeftModel
+
+    policy.save_policy(tiny, tok, tmp_path / "ck")
+    model, _ = policy.load_policy(str(tmp_path / "ck"), quantize_4bit=False,
+                                  lora={"r": 4, "alpha": 8, "target_modules": ["q_proj", "v_proj"]},
+                                  dtype="float32")
+    assert isinstance(model, PeftModel)
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    assert {re.search(r"(q_proj|v_proj)", n).group(1) for n in trainable} == {"q_proj", "v_proj"}
+
+
+def test_quantization_and_lora_configs_follow_qlora():
+    c = policy.bnb_config()
+    assert c.load_in_4bit and c.bnb_4bit_quant_type == "nf4" and c.bnb_4bit_use_double_quant
+    assert c.bnb_4bit_compute_dtype == torch.bfloat16
+    lc = policy.lora_config({"r": 8})
+    assert lc.r == 8 and lc.lora_alpha == 32 and set(lc.target_modules) == set(policy.LORA_DEFAULTS["target_modules"])
+    with pytest.raises(ValueError, match="unknown LoRA"):
+        policy.lora_config({"rank": 8})
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU refusal")
+def test_4bit_on_cpu_is_refused_not_silently_full_precision(tok, tiny, tmp_path):
+    policy.save_policy(tiny, tok, tmp_path / "ck")
+    with pytest.raises(RuntimeError, match="CUDA"):
+        policy.load_policy(str(tmp_path / "ck"), quantize_4bit=True, lora=None)
+
+
+@pytest.mark.gpu
+def test_4bit_nf4_qlora_on_gpu(tok, tmp_path):
+    import bitsandbytes as bnb
+
+    model = policy.build_model("S", tok, seed=0)  # hidden 128: big enough for bnb's 4-bit blocks
+    policy.save_policy(model, tok, tmp_path / "ck")
+    q, _ = policy.load_policy(str(tmp_path / "ck"), quantize_4bit=True, lora={"r": 4})
+    assert any(isinstance(m, bnb.nn.Linear4bit) for m in q.modules())
+    ids = tok(prompts.task_user_text(TASKS[0]), return_tensors="pt")["input_ids"][:, :64].cuda()
+    lora = {n: p.detach().clone() for n, p in q.named_parameters() if p.requires_grad}
+    opt = torch.optim.AdamW([p for p in q.parameters() if p.requires_grad], lr=1e-2)
+    loss = q(input_ids=ids, labels=ids).loss
+    assert torch.isfinite(loss)
+    loss.backward()
+    opt.step()
+    assert any(not torch.equal(lora[n], p) for n, p in q.named_parameters() if p.requires_grad)
+
+
+# --------------------------------------------------------------------------- config and metrics
+
+
+def test_policy_config_profiles_and_help():
+    from dataclasses import fields
+
+    assert all(f.metadata.get("help") for f in fields(policy.PolicyConfig))
+    assert policy.PolicyConfig.for_profile("paper").quantize_4bit
+    assert policy.PolicyConfig.for_profile("mini").model_size == "L"
+    assert policy.PolicyConfig.for_profile("smoke", seed=3).seed == 3
+    with pytest.raises(ValueError, match="unknown profile"):
+        policy.PolicyConfig.for_profile("huge")
+    with pytest.raises(ValueError, match="unknown PolicyConfig"):
+        policy.PolicyConfig.for_profile("smoke", lr=1.0)
+
+
+def test_pass_at_k_and_summary():
+    assert policy.pass_at_k(5, 1, 1) == pytest.approx(0.2)
+    assert policy.pass_at_k(5, 0, 5) == 0.0 and policy.pass_at_k(5, 1, 5) == 1.0
+    rows = ([{"task_id": "a", "compiled": True, "correct": True, "speedup": 2.0, "flags": []}] * 2
+            + [{"task_id": "a", "compiled": True, "correct": True, "speedup": 100.0,
+                "flags": ["hack:roofline"]}]
+            + [{"task_id": "b", "compiled": False, "correct": False, "speedup": None, "flags": []}] * 3)
+    s = policy.eval_summary(rows, ks=(1, 3))
+    assert s["compile_rate"] == 0.5 and s["correct_rate"] == pytest.approx(2 / 6)
+    assert s["pass@1"] == pytest.approx((2 / 3 + 0) / 2) and s["pass@3"] == pytest.approx(0.5)
+    assert s["geomean_speedup"] == pytest.approx(2.0) and s["fast_1"] == pytest.approx(2 / 6)

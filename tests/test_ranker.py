@@ -1,0 +1,342 @@
+"""cudaperf.ranker: pairs, the pairwise logistic loss and its LightGBM objective, the rankers,
+metrics, save/load and the CLI.
+
+All data here is SYNTHETIC (no GPU measurements exist on this machine): each variant gets a
+random phî vector x, and its runtime is exp(-0.7 · w_true · x + noise) — a known linear (or,
+where said, nonlinear) function of the features plus log-normal noise — so the true ordering is
+known and a ranker that learns must recover it on held-out families.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from cudaperf import ranker
+from cudaperf.features import FEATURE_NAMES
+
+# Deliberately unlike ranker.HAND_WEIGHTS, so the hand-weighted baseline is not secretly right.
+W_TRUE = np.array([0.9, -0.4, 0.2, 0.6, -1.0, 0.3, -0.8, 0.1, 0.5, -0.3, 0.7])
+
+
+def synth_items(n_fam=12, tasks_per=8, nvar=5, noise=0.1, seed=0, nonlinear=False):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for f in range(n_fam):
+        split = "test" if f < 3 else "val" if f < 5 else "train"
+        for t in range(tasks_per):
+            for v in range(nvar):
+                x = rng.normal(0, 1, len(FEATURE_NAMES))
+                s = x @ W_TRUE
+                if nonlinear:  # an interaction no linear score can express
+                    s = 2.0 * np.sign(x[0]) * x[2] + 0.3 * s
+                rows.append({"task_id": f"f{f}/t{t}", "variant": "naive" if v == 0 else f"v{v}",
+                             "family": f"f{f}", "split": split,
+                             "runtime_ms": math.exp(-0.7 * s + rng.normal(0, noise)), "cv": 0.02,
+                             **{f"x_{n}": x[i] for i, n in enumerate(FEATURE_NAMES)}})
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture(scope="module")
+def data():
+    items = synth_items()
+    return items, ranker.make_pairs(items)
+
+
+# --------------------------------------------------------------------------- pairs
+
+
+def _items(rows):
+    return pd.DataFrame([{"family": "f", "split": "train", **r} for r in rows])
+
+
+def test_pairs_need_margin_and_gap_above_noise():
+    it = _items([
+        {"task_id": "a", "variant": "v0", "runtime_ms": 1.00, "cv": 0.0},
+        {"task_id": "a", "variant": "v1", "runtime_ms": 1.05, "cv": 0.0},  # within 1.1x of v0
+        {"task_id": "a", "variant": "v2", "runtime_ms": 1.15, "cv": 0.0},  # pairs v0 (1.15x), not v1 (1.095x)
+        {"task_id": "b", "variant": "v0", "runtime_ms": 1.00, "cv": 0.10},
+        {"task_id": "b", "variant": "v1", "runtime_ms": 1.20, "cv": 0.10},  # gap .2 < 2*(.1+.12)
+        {"task_id": "b", "variant": "v2", "runtime_ms": 3.00, "cv": 0.10},  # gap 2 > 2*(.1+.3)
+    ])
+    p = ranker.make_pairs(it)
+    got = {(it.variant[a] + it.task_id[a], it.variant[b] + it.task_id[b]) for a, b in zip(p.pos, p.neg)}
+    assert got == {("v0a", "v2a"), ("v0b", "v2b"), ("v1b", "v2b")}
+    assert (p["ratio"] > 1.1).all()
+    # never across tasks, even when the runtimes would qualify
+    assert (it.task_id.to_numpy()[p.pos] == it.task_id.to_numpy()[p.neg]).all()
+
+
+def test_pairs_k_zero_and_margin_one_keeps_every_strict_order():
+    it = _items([{"task_id": "a", "variant": f"v{i}", "runtime_ms": 1.0 + i, "cv": 0.5} for i in range(4)])
+    assert len(ranker.make_pairs(it, margin=1.0, k=0.0)) == 6
+    assert len(ranker.make_pairs(it, margin=1.0, k=2.0)) < 6
+
+
+def test_pairs_carry_split_and_ratio(data):
+    items, pairs = data
+    assert set(pairs["split"]) == {"train", "val", "test"}
+    fam_split = items.groupby("family")["split"].first()
+    assert (pairs["split"].to_numpy() == fam_split[pairs["family"]].to_numpy()).all()
+    t = items["runtime_ms"].to_numpy()
+    assert np.allclose(pairs["ratio"], t[pairs.neg] / t[pairs.pos])
+
+
+# --------------------------------------------------------------------------- loss / objective
+
+
+def test_pairwise_loss_is_the_formula():
+    s = np.array([2.0, -1.0, 0.5, 800.0, -800.0])
+    pos, neg = np.array([0, 2, 4]), np.array([1, 1, 3])
+    want = np.mean([math.log1p(math.exp(-3.0)), math.log1p(math.exp(-1.5)), 1600.0])
+    assert ranker.pairwise_loss(s, pos, neg) == pytest.approx(want, rel=1e-12)
+
+
+def test_custom_objective_gradient_and_hessian_match_finite_differences():
+    rng = np.random.default_rng(3)
+    n = 9
+    pos = rng.integers(0, n, 30)
+    neg = (pos + rng.integers(1, n, 30)) % n
+    obj = ranker.PairwiseObjective(pos, neg, n, hess_floor=0.0)
+    s = rng.normal(0, 2, n)
+    total = lambda v: ranker.pairwise_loss(v, pos, neg) * len(pos)  # noqa: E731 (sum, see docstring)
+    g, h = obj(s, None)
+    eps = 1e-5
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = eps
+        assert g[i] == pytest.approx((total(s + e) - total(s - e)) / (2 * eps), abs=1e-6)
+        g_plus, _ = obj.grad_hess(s + e)
+        g_minus, _ = obj.grad_hess(s - e)
+        assert h[i] == pytest.approx((g_plus[i] - g_minus[i]) / (2 * eps), abs=1e-6)
+    assert g.sum() == pytest.approx(0.0, abs=1e-12)  # each pair pushes its two items equally
+
+
+def test_objective_hessian_floor_keeps_saturated_items_positive():
+    obj = ranker.PairwiseObjective(np.array([0]), np.array([1]), 3)
+    _, h = obj.grad_hess(np.array([1e4, -1e4, 0.0]))
+    assert (h > 0).all()
+
+
+# --------------------------------------------------------------------------- training
+
+
+def test_linear_ranker_minimises_exactly_the_pairwise_loss():
+    items = synth_items(n_fam=6, tasks_per=6, seed=1)
+    items["split"] = "train"  # no val pairs: no early stopping, so it must reach the optimum
+    pairs = ranker.make_pairs(items)
+    l2 = 1e-2
+    m = ranker.train_linear(items, pairs, ranker.static_columns(), l2=l2, max_epochs=4000)
+    Z = (items[m.columns].to_numpy() - m.mean) / m.std
+    D = Z[pairs.pos] - Z[pairs.neg]
+    q = 1 / (1 + np.exp(D @ m.w))
+    grad = -(D.T @ q) / len(D) + l2 * m.w
+    assert np.abs(grad).max() < 1e-4
+    assert m.history[-1]["train_loss"] < m.history[0]["train_loss"]
+
+
+def test_linear_ranker_recovers_the_ordering_on_held_out_families(data):
+    items, pairs = data
+    m = ranker.train_linear(items, pairs, ranker.static_columns())
+    s = ranker.score_items(m, items)
+    r = ranker.evaluate_scores(items, pairs, s, "test")
+    assert r["pair_acc_ge1.25"] > 0.95 and r["kendall_tau"] > 0.85 and r["top1"] > 0.8
+    w = m.w / m.std  # back to raw feature units
+    assert w @ W_TRUE / (np.linalg.norm(w) * np.linalg.norm(W_TRUE)) > 0.97
+    assert m.scale["best_iter"] >= 1
+
+
+def test_lgbm_rankers_recover_a_nonlinear_ordering():
+    items = synth_items(n_fam=14, tasks_per=12, nvar=6, seed=2, nonlinear=True)
+    pairs = ranker.make_pairs(items)
+    cols = ranker.static_columns()
+    gbm = ranker.train_lgbm(items, pairs, cols, rounds=300)
+    lam = ranker.train_lambdarank(items, cols, rounds=300)
+    lin = ranker.train_linear(items, pairs, cols)
+    acc = {k: ranker.pairwise_accuracy(ranker.score_items(m, items), pairs[pairs.split == "test"])
+           for k, m in {"gbm": gbm, "lam": lam, "lin": lin}.items()}
+    assert acc["gbm"] > 0.85 and acc["lam"] > 0.75
+    assert acc["gbm"] > acc["lin"] + 0.05  # the interaction is only learnable by the trees
+    vl = [h["val_loss"] for h in gbm.history]
+    assert min(vl) < vl[0]  # early stopping watched a val loss that did go down
+    assert gbm.importances().loc["x_coal", "gain"] > 0 and gbm.importances().loc["x_occ", "gain"] > 0
+
+
+def test_experiment_learned_beats_baselines_and_reports_both_feature_sets(data):
+    items, pairs = data
+    items = items.copy()
+    rng = np.random.default_rng(0)
+    for c in ranker.profiled_columns():  # profiled copies with extra noise
+        items[c] = items["x_" + c[2 + len(ranker.PROF_PREFIX):]] + rng.normal(0, 0.5, len(items))
+    rep = ranker.run_experiment(items, pairs, lgbm_rounds=150)
+    m = rep.metrics
+    assert set(m.feature_set) == {"static", "static_prof"}
+    test = m[(m.split == "test") & (m.feature_set == "static")].set_index("model")
+    assert test.loc["random", "pair_acc"] == pytest.approx(0.5, abs=0.05)
+    singles = test[test.index.str.startswith("single:")]
+    assert len(singles) == len(FEATURE_NAMES)
+    assert test.loc["linear", "pair_acc_ge1.25"] > singles["pair_acc_ge1.25"].max()
+    chk = ranker.target_check(m)
+    assert chk.set_index("feature_set").loc["static", "beats_every_single"]
+    by_fam = ranker.accuracy_by(items, pairs, {"linear": rep.scores["linear_static"]}, "family")
+    assert set(by_fam["family"]) == {"f0", "f1", "f2"} and by_fam["n_pairs"].sum() == (pairs.split == "test").sum()
+    by_gap = ranker.accuracy_by(items, pairs, {"linear": rep.scores["linear_static"]}, "gap")
+    assert by_gap["n_pairs"].sum() == (pairs.split == "test").sum()
+
+
+def test_reward_scale_is_score_gap_per_doubling(data):
+    items, pairs = data
+    m = ranker.train_linear(items, pairs, ranker.static_columns())
+    sc = ranker.fit_scale(m, items, pairs)
+    tr = pairs[(pairs.split == "train") & (pairs.ratio >= 1.5) & (pairs.ratio <= 3)]
+    s = ranker.score_items(m, items)
+    want = np.median((s[tr.pos] - s[tr.neg]) / np.log2(tr.ratio))
+    assert sc["per_log2"] == pytest.approx(want) and sc["per_log2"] > 0
+    assert "1.5x-3x" in sc["scale_method"]
+
+
+def test_reward_scale_falls_back_to_zscore_for_a_useless_ranker(data):
+    items, pairs = data
+    m = ranker.train_linear(items, pairs, ranker.static_columns())
+    m.w = -m.w  # anti-ranker: median gap per doubling is negative
+    sc = ranker.fit_scale(m, items, pairs)
+    assert "z-score" in sc["scale_method"] and sc["per_log2"] > 0
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+def test_pairwise_accuracy_counts_ties_half():
+    pairs = pd.DataFrame({"pos": [0, 1, 2], "neg": [1, 2, 3], "ratio": [1.2, 2.0, 3.0]})
+    s = np.array([3.0, 2.0, 2.0, 5.0])
+    assert ranker.pairwise_accuracy(s, pairs) == pytest.approx((1 + 0.5 + 0) / 3)
+    assert ranker.pairwise_accuracy(s, pairs, 1.25) == pytest.approx(0.25)
+    assert math.isnan(ranker.pairwise_accuracy(s, pairs.iloc[:0]))
+
+
+def test_kendall_tau_b_matches_scipy():
+    from scipy.stats import kendalltau
+
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        x, y = rng.integers(0, 4, 7).astype(float), rng.integers(0, 4, 7).astype(float)
+        want = kendalltau(x, y).statistic
+        got = ranker.kendall_tau_b(x, y)
+        assert (math.isnan(want) and math.isnan(got)) or got == pytest.approx(want)
+
+
+def test_top1_and_tau_on_hand_made_tasks():
+    it = _items([
+        {"task_id": "a", "variant": "x", "runtime_ms": 1.0, "cv": 0}, {"task_id": "a", "variant": "y", "runtime_ms": 4.0, "cv": 0},
+        {"task_id": "b", "variant": "x", "runtime_ms": 2.0, "cv": 0}, {"task_id": "b", "variant": "y", "runtime_ms": 1.0, "cv": 0},
+    ])
+    good = np.array([2.0, 1.0, 0.0, 1.0])
+    acc, slow = ranker.top1(it, good)
+    assert acc == 1.0 and slow == 1.0
+    acc, slow = ranker.top1(it, np.array([1.0, 2.0, 0.0, 1.0]))  # wrong on a (4x slower)
+    assert acc == 0.5 and slow == pytest.approx(2.0)
+    acc, _ = ranker.top1(it, np.zeros(4))  # all tied: 1/2 per task
+    assert acc == 0.5
+    tau = ranker.per_task_tau(it, good)
+    assert tau.to_dict() == {"a": 1.0, "b": 1.0}
+
+
+def test_diagnose_families_names_a_cause_for_each_miss():
+    by = pd.DataFrame({"family": ["a", "b", "c", "d"], "n_pairs": [100, 5, 100, 100],
+                       "indistinguishable": [0.0, 0.0, 0.5, 0.0], "linear": [0.9, 0.5, 0.6, 0.7]})
+    d = ranker.diagnose_families(by, "linear").set_index("family")["likely_cause"]
+    assert list(d.index) == ["b", "c", "d"]
+    assert "few" in d["b"] and "identical" in d["c"] and "mis-weighted" in d["d"]
+
+
+def test_single_feature_sign_chosen_on_train(data):
+    items, pairs = data
+    signs = ranker.single_feature_signs(items, pairs, ranker.static_columns())
+    assert signs["x_coal"] == 1.0 and signs["x_kernels"] == 1.0 and signs["x_xfer"] == -1.0
+
+
+# --------------------------------------------------------------------------- data plumbing
+
+
+def test_build_items_normalises_against_naive_and_drops_unusable_rows():
+    meas = pd.DataFrame([
+        {"task_id": "t", "variant": "naive", "family": "fa", "status": "correct", "correct": True, "runtime_ms": 4.0, "cv": 0.01},
+        {"task_id": "t", "variant": "fast", "family": "fa", "status": "correct", "correct": True, "runtime_ms": 1.0, "cv": None},
+        {"task_id": "t", "variant": "bad", "family": "fa", "status": "wrong", "correct": False, "runtime_ms": 0.1, "cv": 0.0},
+        {"task_id": "u", "variant": "naive", "family": "fb", "status": "correct", "correct": True, "runtime_ms": float("nan"), "cv": 0.0},
+        {"task_id": "t", "variant": "cheat", "family": "fa", "status": "correct", "correct": True, "runtime_ms": 1e-4, "cv": 0.0},
+    ])
+    meas["flags"] = [[], [], [], [], ["suspect:x", "hack:roofline"]]
+    base = {n: 0.0 for n in FEATURE_NAMES}
+    feats = pd.DataFrame([
+        {"task_id": "t", "variant": "naive", **base, "coal": 0.5, "gmem_access": 3.0, "tpb": 256},
+        {"task_id": "t", "variant": "fast", **base, "coal": 1.0, "gmem_access": 15.0, "tpb": 512},
+        {"task_id": "t", "variant": "bad", **base},
+        {"task_id": "t", "variant": "cheat", **base},
+        {"task_id": "u", "variant": "naive", **base},
+    ])
+    items = ranker.build_items(meas, feats, {"fa": "test", "fb": "train"})
+    assert list(items.variant) == ["naive", "fast"] and set(items.split) == {"test"}
+    fast = items.set_index("variant").loc["fast"]
+    assert fast["x_coal"] == 1.0 and fast["x_tpb"] == 1.0
+    assert fast["x_gmem_access"] == pytest.approx(math.log(16) - math.log(4))
+    assert items.set_index("variant").loc["naive", "x_gmem_access"] == 0.0
+    assert fast["cv"] == 0.0  # missing CV counts as 0
+    assert not any(c.startswith("x_prof_") for c in items)
+    prof = feats.assign(**{f"prof_{n}": feats[n] for n in FEATURE_NAMES})
+    assert all(c in ranker.build_items(meas, prof, {"fa": "test"}) for c in ranker.profiled_columns())
+
+
+# --------------------------------------------------------------------------- save / load / CLI
+
+
+def test_save_load_roundtrip(tmp_path, data):
+    items, pairs = data
+    cols = ranker.static_columns()
+    for m in (ranker.train_linear(items, pairs, cols), ranker.train_lgbm(items, pairs, cols, rounds=60),
+              ranker.train_lambdarank(items, cols, rounds=60)):
+        ranker.fit_scale(m, items, pairs)
+        path = ranker.save(m, tmp_path / ranker.model_filename(f"{m.kind}_static"))
+        back = ranker.load(path)
+        assert back.kind == m.kind and back.columns == cols and back.scale == m.scale
+        assert np.allclose(ranker.score_items(back, items), ranker.score_items(m, items), atol=1e-9)
+    with pytest.raises(FileNotFoundError):
+        ranker.load(tmp_path / "nope.json")
+
+
+def test_cli_without_measurements_says_so(tmp_path, capsys):
+    assert ranker.main(["train", "--measurements", str(tmp_path / "none")]) == 2
+    assert "no measurements" in capsys.readouterr().err
+
+
+def test_cli_train_then_evaluate_recomputes_the_same_metrics(tmp_path, capsys):
+    items = synth_items(n_fam=8, tasks_per=5, nvar=4, seed=4)
+    from cudaperf.measurements import save_measurements
+
+    meas = items[["task_id", "variant", "family", "runtime_ms", "cv"]].assign(
+        status="correct", correct=True, pass_rate=1.0, baseline_ms=1.0, speedup=1.0,
+        gpu="synthetic", toolchain="none", flags=[[]] * len(items), message="synthetic",
+        measured_at="2026-01-01T00:00:00+00:00")
+    save_measurements(meas, tmp_path / "m" / "synthetic.parquet")
+    # raw features whose phî equals the synthetic x for the count features (log1p inverse)
+    feats = items[["task_id", "variant", "split"]].copy()  # splits come from this table here
+    for n in FEATURE_NAMES:
+        feats[n] = np.expm1(np.abs(items[f"x_{n}"]))
+    feats.to_parquet(tmp_path / "features.parquet")
+    args = ["--measurements", str(tmp_path / "m"), "--features", str(tmp_path / "features.parquet"),
+            "--models", str(tmp_path / "models"), "--tasks", str(tmp_path / "no_tasks.jsonl")]
+    assert ranker.main(["train", *args]) == 0
+    saved = json.loads((tmp_path / "models" / "metrics.json").read_text())
+    assert {"linear_static.json", "lgbm_pairwise_static.txt", "lambdarank_static.txt"} <= \
+        {p.name for p in (tmp_path / "models").iterdir()}
+    capsys.readouterr()
+    assert ranker.main(["evaluate", "--json", *args]) == 0
+    ev = json.loads(capsys.readouterr().out)
+    trained = {(r["model"] + "_" + r["feature_set"], r["split"]): r for r in saved["metrics"] if r["learned"]}
+    for r in ev["metrics"]:
+        t = trained[(r["model"], r["split"])]
+        for k in ("pair_acc", "pair_acc_ge1.25", "kendall_tau", "top1"):
+            assert r[k] == pytest.approx(t[k], abs=1e-9), (r["model"], k)
