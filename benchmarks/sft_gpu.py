@@ -2,13 +2,13 @@
 
 Each stage fits in one 10-minute device call:
 
-    python benchmarks/sft_gpu.py train --size L --budget-s 420      # -> data/models/sft-L/
+    python benchmarks/sft_gpu.py train --size L --budget-s 400      # -> data/models/sft-L/
     python benchmarks/sft_gpu.py eval  --size L --eval-tasks 0      # -> data/models/sft-L/eval.parquet
     python benchmarks/sft_gpu.py all   --size S --budget-s 240 --eval-tasks 120
 
 `train` builds the dataset, loads the committed tokenizer (data/tokenizer; trains and saves it if
-missing), builds SFT records from the TRAIN split (every variant + refinement transcripts; with
-`--measurements` a table of measured variants supplies speedups), drops records longer than
+missing), builds SFT records from the TRAIN split (every variant + refinement transcripts; measured
+variants from data/measurements/ or `--measurements` supply the attempts' speedups), drops records longer than
 `max_length` (counted in train_log.json, never truncated), trains with TRL's SFTTrainer until
 the epochs or the wall-clock budget run out, and saves fp16 safetensors in shards <= 16 MB plus
 the tokenizer and train_log.json (loss curve, steps, seconds, parameters, dropped records).
@@ -17,7 +17,10 @@ the tokenizer and train_log.json (loss curve, steps, seconds, parameters, droppe
 takes a family-stratified slice of K tasks, 0 = all), extracts the code and runs every sample
 through the harness (compile -> check -> time against the naive variant). Per-sample records go
 to eval.parquet, the summary (compile rate, pass@1, pass@5, geomean speedup, fast_p) to
-eval_summary.json. Nothing is written for a stage that did not finish.
+eval_summary.json. Nothing is written for a stage that did not finish. All 497 test tasks x 5
+samples do not fit one call (sampling ~4 min for L, ~2,500 compiles ~4 min, references): split
+them with `--shard 0/3`, `--shard 1/3`, `--shard 2/3`; eval.parquet is assembled when all shards
+exist, and eval_summary.json always states how many shards it covers.
 
 GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_session2.sh
 does): trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent) for `train`;
@@ -41,9 +44,28 @@ def _log(msg: str) -> None:
 
 
 def _tasks():
+    """The committed dataset (data/tasks/c2cuda.jsonl.gz) if present, else a fresh build."""
+    from cudaperf.config import get_profile
+    from cudaperf.tasks import load_tasks
+
+    path = ROOT / get_profile("mini").data.tasks_path
+    if path.exists():
+        return load_tasks(path)
     from cudaperf.families import build_dataset
 
     return build_dataset()
+
+
+def _measurements(arg: str):
+    """Measured variants for the refinement transcripts: --measurements, else data/measurements/."""
+    from cudaperf import policy
+
+    if arg == "none":
+        return None
+    if arg:
+        return policy.load_variant_measurements(arg)
+    d = ROOT / "data/measurements"
+    return policy.load_variant_measurements(d) if any(d.glob("*.parquet")) else None
 
 
 def train(args) -> None:
@@ -57,7 +79,8 @@ def train(args) -> None:
     out = Path(args.out or ROOT / "data/models" / f"sft-{args.size}")
     tasks = _tasks()
     tok = policy.get_tokenizer(cfg, tasks, ROOT)
-    meas = policy.load_variant_measurements(args.measurements) if args.measurements else None
+    meas = _measurements(args.measurements)
+    _log(f"{len(meas) if meas else 0} measured (task, variant) speedups for refinement feedback")
     train_tasks = [t for t in tasks if t.split == "train"]
     val_tasks = policy.stratified([t for t in tasks if t.split == "val"], args.val_tasks, cfg.seed)
     t0 = time.perf_counter()
@@ -81,7 +104,7 @@ def train(args) -> None:
     log = {"size": cfg.model_size, "parameters": n_params, "steps": res.steps, "seconds": res.seconds,
            "stopped_by_budget": res.stopped_by_budget, "train_records": len(ex),
            "dropped_too_long": dropped, "val_records": len(vex), "val_dropped_too_long": vdropped,
-           "measurements": str(args.measurements or ""), "losses": res.losses,
+           "measured_variants": len(meas) if meas else 0, "losses": res.losses,
            "config": {k: v for k, v in cfg.__dict__.items()},
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
            "shards": [p.name for p in shards],
@@ -109,8 +132,9 @@ def evaluate(args) -> None:
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     model = AutoModelForCausalLM.from_pretrained(out, dtype=dtype).to(dev)
     tasks = [t for t in _tasks() if t.split == "test"]
-    if args.eval_tasks:
-        tasks = policy.stratified(tasks, args.eval_tasks, cfg.seed)
+    tasks = policy.stratified(tasks, args.eval_tasks or len(tasks), cfg.seed)
+    shard_i, shard_k = (int(x) for x in args.shard.split("/"))
+    tasks = tasks[shard_i::shard_k]
     t0 = time.perf_counter()
     samples = policy.sample(model, tok, tasks, n=cfg.n_samples, temperature=cfg.temperature,
                             max_new_tokens=cfg.max_new_tokens, batch_size=cfg.sample_batch_size,
@@ -141,8 +165,15 @@ def evaluate(args) -> None:
                          "code": code, "prepare_error": bad.get(t.task_id, "")})
     harness.close()
     df = pd.DataFrame(rows)
-    df.to_parquet(out / "eval.parquet", index=False)
-    summary = policy.eval_summary(rows)
+    # One file per shard; the summary covers every shard evaluated so far (and says how many).
+    name = "eval.parquet" if shard_k == 1 else f"eval-{shard_i}of{shard_k}.parquet"
+    df.to_parquet(out / name, index=False)
+    parts = [out / "eval.parquet"] if shard_k == 1 else sorted(out.glob(f"eval-*of{shard_k}.parquet"))
+    allrows = pd.concat([pd.read_parquet(p) for p in parts]).to_dict(orient="records")
+    if shard_k > 1 and len(parts) == shard_k:
+        pd.DataFrame(allrows).to_parquet(out / "eval.parquet", index=False)
+    summary = policy.eval_summary(allrows)
+    summary["shards"] = f"{len(parts)}/{shard_k}"
     summary.update(model=f"sft-{args.size}", temperature=cfg.temperature, n=cfg.n_samples,
                    sample_seconds=t_sample, eval_seconds=t_eval,
                    gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
@@ -155,13 +186,16 @@ def main(argv=None) -> None:
     ap.add_argument("stage", choices=["train", "eval", "all"])
     ap.add_argument("--size", choices=["tiny", "S", "M", "L"], default="L")
     ap.add_argument("--out", default="", help="checkpoint folder (default data/models/sft-<size>)")
-    ap.add_argument("--budget-s", type=float, default=420.0, help="SFT wall-clock budget")
+    ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--val-tasks", type=int, default=48, help="val tasks for the eval loss")
-    ap.add_argument("--measurements", default="", help="table of measured variants (task_id, variant, speedup, cv)")
+    ap.add_argument("--measurements", default="", help="measured variants: a table or a folder of shards "
+                    "(default: data/measurements/ when it holds parquet files; 'none' to ignore)")
     ap.add_argument("--eval-tasks", type=int, default=0, help="test tasks to evaluate (0 = all)")
+    ap.add_argument("--shard", default="0/1", help="I/K: evaluate every K-th test task from the I-th, "
+                    "to split the test split over several 10-minute calls")
     ap.add_argument("--n", type=int, default=5, help="samples per task")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--sample-batch", type=int, default=256)

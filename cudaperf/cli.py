@@ -4,6 +4,7 @@
     cudaperf tasks list [--family F] [--split S] [--json]
     cudaperf tasks show ID [--json]
     cudaperf features --candidate FILE.cu [--task ID] [--json]
+    cudaperf ranker train|evaluate [--json] [...]
 
 Errors in the user's input (missing files, unknown task ids, malformed task files) print one
 clear line to stderr and exit with status 2; evaluation outcomes (a candidate that fails) are
@@ -120,17 +121,17 @@ def _cmd_tasks(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_features(argv: Sequence[str]) -> int:
-    from cudaperf import features
-
-    return features.main(list(argv))
+# Subcommands whose argument parsing lives in their own module (`<module>.main(argv) -> int`).
+_DELEGATED = {"features": "cudaperf.features", "ranker": "cudaperf.ranker"}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "features":
+    if argv and argv[0] in _DELEGATED:
+        import importlib
+
         try:
-            return _cmd_features(argv[1:])
+            return importlib.import_module(_DELEGATED[argv[0]]).main(argv[1:])
         except (FileNotFoundError, TaskError) as e:
             print(f"cudaperf: error: {e}", file=sys.stderr)
             return 2
@@ -151,6 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     t.add_argument("--tasks-file")
     t.add_argument("--json", action="store_true")
     sub.add_parser("features", help="structural features of a candidate (see --help)")
+    sub.add_parser("ranker", help="train or evaluate the pairwise ranker (see --help)")
     a = ap.parse_args(argv)
     try:
         return {"eval": _cmd_eval, "tasks": _cmd_tasks}[a.cmd](a)

@@ -350,8 +350,7 @@ class Harness:
         except ImportError:
             return {}
         try:
-            f = static_features(source, resources=resources)
-            return f.to_dict() if hasattr(f, "to_dict") else dict(f)
+            return static_features(source, resources=resources).as_dict()
         except Exception as e:  # features are informative; never fail the evaluation on them
             return {"error": f"{type(e).__name__}: {e}"}
 

@@ -120,8 +120,8 @@ _POLICY_PROFILES = {
     "smoke": PolicyConfig(model_size="tiny", sft_max_examples=64, sft_max_steps=12,
                           batch_size=4, learning_rate=3e-3, logging_steps=1, n_samples=2,
                           max_new_tokens=64, sample_batch_size=8),
-    "mini": PolicyConfig(model_size="L", sft_epochs=3.0, sft_time_budget_s=420.0, batch_size=16,
-                         learning_rate=1e-3, logging_steps=20),
+    "mini": PolicyConfig(model_size="L", sft_epochs=3.0, sft_time_budget_s=400.0, batch_size=16,
+                         learning_rate=1e-3, logging_steps=20, sample_batch_size=256),
     "paper": PolicyConfig(model_size="L", model_name_or_path=PAPER_MODELS["L"], quantize_4bit=True,
                           lora=dict(LORA_DEFAULTS), learning_rate=1e-4, batch_size=2, grad_accum=8,
                           sft_epochs=1.0, max_length=4096, max_new_tokens=2048, sample_batch_size=16),
@@ -283,15 +283,24 @@ def save_policy(model, tokenizer, path: str | Path, max_shard_size: str = "16MB"
 
 
 def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[str, float]]:
-    """{(task_id, variant): {"speedup", "cv"}} from a parquet/CSV/JSONL table of measured variants.
+    """{(task_id, variant): {"speedup", "cv"}} from measured variants.
 
-    Columns: task_id, variant, speedup (over the naive variant), optionally cv and correct; rows
-    marked not correct and rows without a speedup are skipped.
+    `path` is one parquet/CSV/JSONL table or a directory of parquet shards (the schema of
+    `cudaperf.measurements`; shards merged there, a later shard wins). Columns used: task_id,
+    variant, speedup (over the naive variant), optionally cv, correct, status and flags. Only
+    rows that are correct, not flagged as a hack and have a finite speedup are kept.
     """
     import pandas as pd
 
     path = Path(path)
-    if path.suffix == ".parquet":
+    if path.is_dir():
+        from cudaperf.measurements import merge
+
+        shards = sorted(path.glob("*.parquet"))
+        if not shards:
+            raise FileNotFoundError(f"no parquet measurement shards in {path}")
+        df = merge(shards)
+    elif path.suffix == ".parquet":
         df = pd.read_parquet(path)
     elif path.suffix == ".csv":
         df = pd.read_csv(path)
@@ -299,14 +308,19 @@ def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[st
         df = pd.read_json(path, lines=True)
     out = {}
     for r in df.to_dict(orient="records"):
-        if "correct" in r and not r["correct"]:
+        if "correct" in r and (r["correct"] is None or r["correct"] is pd.NA or not bool(r["correct"])):
             continue
-        s = r.get("speedup")
+        if "status" in r and r["status"] not in (None, "correct"):
+            continue
+        flags = r.get("flags")
+        if flags is not None and any(str(f).startswith("hack:") for f in list(flags)):
+            continue
+        s, cv = r.get("speedup"), r.get("cv")
         if s is None or not math.isfinite(float(s)):
             continue
-        cv = r.get("cv")
-        out[(str(r["task_id"]), str(r["variant"]))] = {
-            "speedup": float(s), "cv": float(cv) if cv is not None and math.isfinite(float(cv)) else None}
+        ok_cv = cv is not None and math.isfinite(float(cv))
+        out[(str(r["task_id"]), str(r["variant"]))] = {"speedup": float(s),
+                                                       "cv": float(cv) if ok_cv else None}
     return out
 
 
@@ -415,18 +429,32 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
     evald = (Dataset.from_list([{k: ex[k] for k in cols} for ex in eval_examples])
              if eval_examples else None)
     bf16 = cuda and torch.cuda.is_bf16_supported()
+    known = {f.name for f in fields(SFTConfig)}
+    extra: dict[str, Any] = {}
+    # Records vary from ~450 to ~3000 tokens; batching similar lengths wastes less padding. The
+    # option was renamed in transformers 5 (the H200 host may run an older 5.x than this one).
+    if "train_sampling_strategy" in known:
+        extra["train_sampling_strategy"] = "group_by_length"
+    elif "group_by_length" in known:
+        extra["group_by_length"] = True
+    if cfg.warmup < 1 and "warmup_ratio" in known:
+        extra["warmup_ratio"] = cfg.warmup
+    else:
+        extra["warmup_steps"] = cfg.warmup
+    if cuda:
+        import os
+
+        extra["dataset_num_proc"] = max(1, min(8, (os.cpu_count() or 2) // 2))
     args = SFTConfig(
         output_dir=str(output_dir), max_length=cfg.max_length, completion_only_loss=True,
         packing=False, per_device_train_batch_size=cfg.batch_size,
         per_device_eval_batch_size=cfg.batch_size, gradient_accumulation_steps=cfg.grad_accum,
-        learning_rate=cfg.learning_rate, lr_scheduler_type="cosine", warmup_steps=cfg.warmup,
+        learning_rate=cfg.learning_rate, lr_scheduler_type="cosine",
         weight_decay=cfg.weight_decay, num_train_epochs=cfg.sft_epochs, max_steps=cfg.sft_max_steps,
         logging_steps=cfg.logging_steps, save_strategy="no", report_to="none", seed=cfg.seed,
         bf16=bf16, use_cpu=not cuda, gradient_checkpointing=False, disable_tqdm=True,
-        # Examples vary from ~300 to ~2000 tokens; batching similar lengths wastes less padding.
-        train_sampling_strategy="group_by_length",
         eval_strategy="epoch" if evald is not None else "no",
-        dataloader_num_workers=0, optim="adamw_torch_fused" if cuda else "adamw_torch",
+        dataloader_num_workers=0, optim="adamw_torch_fused" if cuda else "adamw_torch", **extra,
     )
 
     class _Budget(TrainerCallback):

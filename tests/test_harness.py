@@ -50,6 +50,8 @@ def test_resources_reported_per_kernel(harness):
     assert r.compiled
     (name, res), = [(k, v) for k, v in r.resources.items() if "row_sum_block" in k]
     assert res["registers"] > 0 and res["smem_static"] == 256 * 4
+    # Static features ride along in every record (feedback hints and R_str use them).
+    assert "error" not in r.features and r.features["syncthreads"] > 0 and r.features["parse_ok"]
 
 
 def test_store_serves_repeats_without_rerunning(harness):

@@ -162,6 +162,26 @@ def test_load_variant_measurements_skips_incorrect_and_unmeasured(tmp_path):
     assert m == {("a", "naive"): {"speedup": 1.0, "cv": 0.01}, ("a", "fast"): {"speedup": 3.0, "cv": None}}
 
 
+def test_load_variant_measurements_reads_shards_of_the_measurement_table(tmp_path):
+    from cudaperf import measurements
+    from cudaperf.result import EvalResult
+
+    t = TASKS[0]
+
+    def row(variant, speedup, flags=(), correct=True):
+        r = EvalResult(t.task_id, "h", status="correct" if correct else "wrong", compiled=True,
+                       pass_rate=1.0 if correct else 0.5, correct=correct, speedup=speedup, cv=0.02,
+                       flags=list(flags))
+        return measurements.row_from_result(t, variant, r)
+
+    measurements.save_measurements([row("naive", 1.0), row("grid_stride", 1.1)], tmp_path / "s0.parquet")
+    measurements.save_measurements([row("grid_stride", 1.4), row("vectorized", 9.0, ["hack:roofline"]),
+                                    row("other", 2.0, correct=False)], tmp_path / "s1.parquet")
+    m = policy.load_variant_measurements(tmp_path)
+    assert m == {(t.task_id, "naive"): {"speedup": 1.0, "cv": 0.02},
+                 (t.task_id, "grid_stride"): {"speedup": 1.4, "cv": 0.02}}  # later shard wins
+
+
 def test_filter_by_length_drops_whole_records(tok):
     ex = policy.sft_examples(TASKS[:2], refine=False)
     lens = [n["total_tokens"] for n in policy.example_lengths(ex, tok)]

@@ -46,13 +46,7 @@ TYPES = {
 FLOAT_TOL = {"rtol": 2e-3, "atol": 2e-4, "l2": 2e-3}
 
 
-def P(name: str, ctype: str, role: str, shape: str | None = None, init: str | None = None) -> dict:
-    d = {"name": name, "ctype": ctype, "role": role}
-    if shape is not None:
-        d["shape"] = shape
-    if init is not None:
-        d["init"] = init
-    return d
+from cudaperf.families._kernelgen import P  # noqa: E402,F401 - one parameter-record helper for all kits
 
 
 def T(name: str, sizes: dict, perf: bool = False, scalars: dict | None = None) -> dict:

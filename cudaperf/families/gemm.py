@@ -22,7 +22,7 @@ _STYLES = {  # entry stem, A, B, C, M, N, K, i, j, p
     "tall": ("matmul", "a", "b", "c", "m", "n", "k", "row", "col", "l"),
     "wide": ("mm", "lhs", "rhs", "dst", "rows", "cols", "inner", "r", "s", "t"),
 }
-_PERF = {"square": (1024, 1024, 384), "tall": (4096, 256, 384), "wide": (256, 4096, 384)}
+_PERF = {"square": (1024, 1024, 320), "tall": (4096, 256, 320), "wide": (256, 4096, 320)}
 
 
 def _p(name, ctype, role, shape=None, init=None, value=None):
