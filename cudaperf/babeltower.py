@@ -624,69 +624,26 @@ def load_babeltower(path: str | Path, *, report: ConversionReport | None = None,
 
 
 def fixed_inputs(task: Task, test: TestConfig | str) -> dict[str, np.ndarray | np.generic]:
-    """The given inputs of a fixed-input test, in `cudaperf.inputs.make_inputs`' format (sizes
-    and scalars as numpy scalars, in/inout buffers as arrays of the parameter's dtype)."""
+    """The given inputs of a fixed-input test, in `cudaperf.inputs.make_inputs`' format (which
+    serves them too, so the harness and the reference runner use them without special cases)."""
+    from cudaperf.inputs import fixed_inputs as _fixed
+
     test = next(t for t in task.tests if t.name == test) if isinstance(test, str) else test
-    given = (task.meta.get("fixed_inputs") or {}).get(test.name)
-    if given is None:
+    out = _fixed(task, test)
+    if out is None:
         raise KeyError(f"task {task.task_id}: test {test.name!r} has no fixed inputs")
-    out: dict[str, np.ndarray | np.generic] = {}
-    for p in task.signature:
-        if p.role == "size":
-            out[p.name] = p.dtype.type(test.sizes[p.name])
-        elif p.role == "scalar":
-            v = test.scalars.get(p.name, p.value)
-            out[p.name] = p.dtype.type(v)
-        elif p.role in ("in", "inout"):
-            arr = np.asarray(given[p.name], dtype=np.float64)
-            if p.dtype.kind in "iu":
-                arr = arr.astype(np.int64)
-            out[p.name] = arr.astype(p.dtype)
-            if out[p.name].size != task.numel(p, test):
-                raise TaskError(f"task {task.task_id}: fixed {p.name} has {out[p.name].size} elements, "
-                                f"shape says {task.numel(p, test)}")
     return out
 
 
 def reference_outputs_fixed(task: Task, test: TestConfig | str, *, cache_dir: str | Path,
                             timeout_s: float = 60) -> dict[str, np.ndarray]:
-    """Run the C reference on a fixed-input test in the sandboxed reference runner."""
-    from cudaperf import reference as R
-    from cudaperf import sandbox
+    """The C reference on a fixed-input test: the ordinary sandboxed reference run (any seed
+    gives the given values)."""
+    from cudaperf.reference import reference_outputs
 
     test = next(t for t in task.tests if t.name == test) if isinstance(test, str) else test
-    so, precision = R.build_reference_info(task, cache_dir=cache_dir)
-    promote = precision == "double"
-
-    def rdt(dt: np.dtype) -> np.dtype:
-        return np.dtype(np.float64) if promote and dt == np.float32 else dt
-
-    args = fixed_inputs(task, test)
-    params = []
-    for p in task.signature:
-        e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": rdt(p.dtype).name}
-        if p.role in ("out", "inout"):
-            e["numel"] = task.numel(p, test)
-        params.append(e)
-    arrays = {k: np.asarray(v).astype(rdt(np.asarray(v).dtype)) for k, v in args.items()}
-    with sandbox.acquire_uid() as uid0, sandbox.scratch(uid=uid0) as d:
-        uid = uid0 if uid0 is not None and R._uid_can_run() else None
-        shutil.copyfile(so, d / "ref.so")
-        np.savez(d / "inputs.npz", **arrays)
-        (d / "spec.json").write_text(json.dumps({"library": str(d / "ref.so"), "entry": task.entry, "params": params}))
-        if uid is not None:
-            import os
-
-            for f in d.iterdir():
-                os.chown(f, uid, uid)
-        out = sandbox.run_limited([sys.executable, "-m", "cudaperf.refrunner", str(d / "spec.json")], cwd=d,
-                                  timeout_s=timeout_s, limits=R._limits(4, timeout_s), env=R._runner_env(str(d)),
-                                  drop_to_uid=uid)
-        if not out.ok or not (d / "outputs.npz").is_file():
-            raise R.ReferenceError(f"task {task.task_id}, test {test.name}: reference run failed "
-                                   f"({out.describe()}):\n{out.stderr[-2000:]}")
-        with np.load(d / "outputs.npz", allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
+    fixed_inputs(task, test)  # a clear KeyError for a generated test
+    return reference_outputs(task, test, 0, cache_dir=cache_dir, timeout_s=timeout_s)
 
 
 def check_expected(task: Task, test: TestConfig | str, outputs: dict[str, np.ndarray],
