@@ -117,3 +117,22 @@ def test_errors_name_task_param_and_known_generators():
     t = _task(SIZES + [{"name": "q", "ctype": "int*", "role": "in", "shape": "m", "init": "csr_rowptr(m, n)"}])
     with pytest.raises(TaskError, match="m\\+1"):
         inputs.make_inputs(t, t.tests[0], 0)
+
+
+def test_fixed_inputs_override_generation_for_their_test_only():
+    from cudaperf.devtasks import SAXPY
+    from cudaperf.inputs import make_inputs
+    from cudaperf.tasks import task_from_dict
+
+    rec = dict(SAXPY, meta={"fixed_inputs": {"odd": {"x": list(range(1003)), "y": [0.5] * 1003}}})
+    rec["tests"] = [dict(t, scalars={"a": 2.0}) for t in SAXPY["tests"]]
+    t = task_from_dict(rec)
+    odd = next(x for x in t.tests if x.name == "odd")
+    for seed in (0, 1):  # every seed gets the given values
+        got = make_inputs(t, odd, seed)
+        assert got["x"].dtype == np.float32 and got["x"][7] == 7.0 and got["y"][0] == 0.5
+    other = make_inputs(t, next(x for x in t.tests if x.name == "medium"), 0)
+    assert other["x"].size == 65537 and not np.all(other["x"] == np.arange(65537))
+    bad = task_from_dict(dict(rec, meta={"fixed_inputs": {"odd": {"x": [1.0], "y": [0.5] * 1003}}}))
+    with pytest.raises(TaskError, match="fixed values"):
+        make_inputs(bad, odd, 0)
