@@ -1,0 +1,173 @@
+"""torch2cuda dataset: size, contract, references runnable on CPU, signatures match modules,
+CUDA variants compile (a sample), GPU check of variants against the module (marked gpu)."""
+import random
+import shutil
+import subprocess
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from cudaperf.inputs import make_inputs
+from cudaperf.tasks import TaskError, load_tasks, task_from_dict
+from cudaperf.torchtasks import build, family_modules
+from cudaperf.torchtasks.runtime import dims_of, instantiate, reference_outputs
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "tasks" / "torch2cuda.jsonl.gz"
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return build()[0]
+
+
+def _sample(tasks, per_family, seed=0):
+    by = defaultdict(list)
+    for t in tasks:
+        by[t.family].append(t)
+    rng = random.Random(seed)
+    return [t for fam in sorted(by) for t in rng.sample(by[fam], min(per_family, len(by[fam])))]
+
+
+def test_at_least_1000_tasks_across_families(tasks):
+    assert len(tasks) >= 1000
+    fams = Counter(t.family for t in tasks)
+    assert set(fams) >= {"activations", "elementwise_chain", "reductions", "norms", "softmax", "gemm_epilogue",
+                         "conv", "pooling", "losses", "attention", "fused_linear_reduce"}
+    assert len({t.task_id for t in tasks}) == len(tasks)
+
+
+def test_contract_of_every_task(tasks):
+    for t in tasks:
+        assert t.track == "torch2cuda"
+        assert [v.name for v in t.variants][0] == "naive" and len(t.variants) >= 2, t.task_id
+        assert sum(x.perf for x in t.tests) == 1 and len(t.tests) >= 4, t.task_id
+        roles = [p.role for p in t.signature]
+        # sizes, then inputs (forward inputs + parameters), then outputs
+        assert roles == sorted(roles, key=["size", "in", "out"].index), t.task_id
+        names = t.meta["inputs"] + list(t.meta["parameters"]) + t.meta["outputs"]
+        assert names == [p.name for p in t.signature if p.role != "size"], t.task_id
+        for v in t.variants:
+            assert f'extern "C" void {t.entry}(' in v.source, (t.task_id, v.name)
+
+
+def test_perf_inputs_fit_on_a_gpu(tasks):
+    for t in tasks:
+        perf = t.perf_test
+        assert t.min_bytes(perf) <= 1.2e9, t.task_id
+        assert t.min_bytes(perf) >= 4e6, t.task_id  # well above launch overhead on an H200
+
+
+def test_build_is_deterministic(tasks):
+    again = build()[0]
+    assert [t.to_json() for t in again] == [t.to_json() for t in tasks]
+
+
+def test_committed_dataset_is_the_build(tasks):
+    if not DATA.exists():
+        pytest.skip("dataset not built yet (python -m cudaperf.torchtasks)")
+    committed = load_tasks(DATA)
+    built = {t.task_id: t for t in tasks}
+    assert len(committed) >= 1000
+    for t in committed:
+        b = built[t.task_id]
+        assert (t.reference, t.signature, [v.source for v in t.variants]) == \
+               (b.reference, b.signature, [v.source for v in b.variants])
+
+
+def test_modules_match_signatures_and_run_on_cpu(tasks):
+    for t in _sample(tasks, 6):
+        for test in t.tests[:-1]:  # the small configurations
+            model, inputs = instantiate(t, test)
+            for n, x in zip(t.meta["inputs"], inputs):
+                assert tuple(x.shape) == dims_of(t, n, test), (t.task_id, n)
+            params = dict(model.named_parameters())
+            assert set(params) == set(t.meta["parameters"].values()), t.task_id
+            for cn, mn in t.meta["parameters"].items():
+                assert tuple(params[mn].shape) == dims_of(t, cn, test)
+            arrays = make_inputs(t, test, seed=1)
+            outs = reference_outputs(t, test, arrays)
+            for p in t.signature:
+                if p.role == "out":
+                    assert outs[p.name].size == t.numel(p, test), (t.task_id, p.name)
+                    assert np.all(np.isfinite(outs[p.name])), (t.task_id, test.name)
+
+
+def test_reference_uses_the_given_buffers(tasks):
+    t = next(x for x in tasks if x.family == "gemm_epilogue" and "linear_bias" in x.meta["parameters"]
+             and x.meta["ops"] == ["linear"])
+    test = t.tests[1]
+    arr = make_inputs(t, test, seed=3)
+    x = arr["x"].reshape(dims_of(t, "x", test)).astype(np.float64)
+    w = arr["linear_weight"].reshape(dims_of(t, "linear_weight", test)).astype(np.float64)
+    want = x @ w.T + arr["linear_bias"]
+    got = reference_outputs(t, test, arr)["out"].reshape(want.shape)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_signature_mismatch_is_refused(tasks):
+    t = next(x for x in tasks if x.family == "activations")
+    d = t.to_dict()
+    d["meta"]["shapes"]["x"] = ["batch_size", "dim", "2"]
+    bad = task_from_dict(d)
+    with pytest.raises(TaskError):
+        reference_outputs(bad, bad.tests[1], make_inputs(bad, bad.tests[1], 0))
+
+
+NVCC = shutil.which("nvcc")
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+def test_variants_of_a_sample_compile(tasks, tmp_path):
+    # one task per family, every variant, in one nvcc call per variant kind to keep it cheap
+    sample = _sample(tasks, 1, seed=7)
+    for t in sample:
+        for v in t.variants:
+            src = tmp_path / f"{t.family}_{v.name}.cu"
+            src.write_text(v.source)
+            r = subprocess.run([NVCC, "-shared", "-Xcompiler", "-fPIC", "-cudart", "shared", "-arch=sm_90", "-O3",
+                                "-o", str(src.with_suffix(".so")), str(src)], capture_output=True, text=True, timeout=300)
+            assert r.returncode == 0, (t.task_id, v.name, r.stderr[-2000:])
+
+
+def test_verify_marshals_arguments_in_signature_order(tasks):
+    from cudaperf.torchtasks.verify import c_args, main
+
+    t = next(x for x in tasks if x.family == "gemm_epilogue" and "linear_bias" in x.meta["parameters"])
+    test = t.tests[1]
+    ptrs = {p.name: 1000 + i for i, p in enumerate(t.signature) if p.role != "size"}
+    args = c_args(t, test, ptrs)
+    assert [a.value for a in args] == [test.sizes["batch_size"], test.sizes["in_features"],
+                                       test.sizes["out_features"]] + [ptrs[n] for n in ("x", "linear_weight",
+                                                                                        "linear_bias", "out")]
+    with pytest.raises(KeyError):
+        c_args(t, test, {})
+    if not torch.cuda.is_available():
+        assert main(["--out", "/nonexistent/never_written.jsonl"]) == 2
+
+
+def test_every_family_module_declares_itself():
+    mods = family_modules()
+    assert len(mods) >= 11
+    for m in mods.values():
+        assert m.__doc__ and m.CATEGORY
+
+
+# ----------------------------------------------------------------------------- GPU
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(NVCC is None or not torch.cuda.is_available(), reason="needs nvcc and a CUDA GPU")
+def test_variants_match_the_module_on_gpu(tasks, tmp_path):
+    from cudaperf.compile import compile_candidate
+    from cudaperf.torchtasks.verify import check_variant
+
+    for t in _sample(tasks, 3, seed=11):
+        for v in t.variants:
+            cr = compile_candidate(v.source, arch="sm_90", cache_dir=str(tmp_path))
+            assert cr.ok, (t.task_id, v.name, cr.log[-1000:])
+            ok, fails = check_variant(t, cr.so_path, seed=5)
+            assert ok, (t.task_id, v.name, fails)
