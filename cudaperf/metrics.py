@@ -31,9 +31,16 @@ def _rows(rows: Any) -> list[Row]:
     return list(rows)
 
 
-def _ok_speed(r: Row) -> float | None:
+def is_correct(r: Row) -> bool:
+    """Correct and not flagged as a hack by the harness (a flagged row never counts)."""
+    flags = r.get("flags")
+    flags = [] if flags is None else list(flags)
+    return bool(r.get("correct", False)) and not any(str(f).startswith("hack:") for f in flags)
+
+
+def qualifying_speedup(r: Row) -> float | None:
     """The speedup of a correct row, or None when the row does not qualify."""
-    if not bool(r.get("correct", False)):
+    if not is_correct(r):
         return None
     s = r.get("speedup")
     if s is None:
@@ -57,7 +64,7 @@ def _per_task(rows: list[Row], per_task: str) -> dict[str, Row | None]:
             out[tid] = r
         elif per_task == "best":
             cur = out[tid]
-            a, b = _ok_speed(r), _ok_speed(cur) if cur is not None else None
+            a, b = qualifying_speedup(r), qualifying_speedup(cur) if cur is not None else None
             # a correct row beats an incorrect one; among correct ones the faster wins
             if (a is not None and (b is None or a > b)) or (
                     b is None and a is None and bool(r.get("correct")) and not bool(cur.get("correct"))):
@@ -81,9 +88,9 @@ def fast_p(rows: Any, ps: Sequence[float] = (0.0, 1.0, 1.5, 2.0), *, per_task: s
         for r in chosen.values():
             if r is None:
                 continue
-            s = _ok_speed(r)
+            s = qualifying_speedup(r)
             # fast_0 is the correctness rate: a correct row with an unmeasured speedup counts
-            if p == 0 and bool(r.get("correct", False)) and s is None and r.get("speedup") is None:
+            if p == 0 and is_correct(r) and s is None and r.get("speedup") is None:
                 hits += 1
             elif s is not None and s > p:
                 hits += 1
@@ -93,7 +100,7 @@ def fast_p(rows: Any, ps: Sequence[float] = (0.0, 1.0, 1.5, 2.0), *, per_task: s
 
 def geomean_speedup(rows: Any) -> float:
     """Geometric mean of the speedups of correct rows (NaN when none qualifies)."""
-    vals = [s for s in (_ok_speed(r) for r in _rows(rows)) if s is not None]
+    vals = [s for s in (qualifying_speedup(r) for r in _rows(rows)) if s is not None]
     if not vals:
         return float("nan")
     return math.exp(sum(math.log(v) for v in vals) / len(vals))
@@ -123,7 +130,7 @@ def pass_at_k_rows(rows: Any, ks: Iterable[int] = (1,)) -> dict[int, float]:
     for r in _rows(rows):
         c = counts[str(r["task_id"])]
         c[0] += 1
-        c[1] += int(bool(r.get("correct", False)))
+        c[1] += int(is_correct(r))
     out = {}
     for k in ks:
         if not counts:

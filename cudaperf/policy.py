@@ -533,46 +533,37 @@ def extract_codes(samples: list[list[str]]) -> list[list[str]]:
 
 
 # --------------------------------------------------------------------------- evaluation summary
-# (pass@k, geomean speedup and fast_p of one policy's samples; move to cudaperf/metrics.py when
-# that module exists, so GRPO and the main results use the same definitions.)
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """Unbiased pass@k from n samples of which c are correct (Chen et al., 2021)."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.prod((n - c - i) / (n - i) for i in range(k))
 
 
 def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
                  fast_ps: Sequence[float] = (1.0, 1.5)) -> dict[str, Any]:
     """Policy-level metrics from per-sample rows {task_id, compiled, correct, speedup, flags}.
 
-    compile_rate and correct_rate are over samples; pass@k averages the unbiased estimator over
-    tasks (k larger than a task's sample count is skipped); geomean_speedup is over correct,
-    unflagged samples with a measured speedup; fast_p is the share of samples that are correct,
-    unflagged and faster than p times the naive variant.
+    compile_rate and correct_rate are over samples; pass@k, geomean speedup and fast_p are
+    `cudaperf.metrics`' (KernelBench's definitions, shared with GRPO and the main results):
+    pass@k averages the unbiased estimator over tasks (k above a task's sample count skipped),
+    fast_p is the share of tasks whose first sample is correct and faster than p x naive.
+    Samples flagged ``hack:`` never count as correct.
     """
+    from cudaperf import metrics
+
+    n_s = len(rows)
     by: dict[str, list[dict]] = {}
     for r in rows:
         by.setdefault(r["task_id"], []).append(r)
-    n_s = len(rows)
-
-    def ok(r):
-        return bool(r.get("correct")) and not any(str(f).startswith("hack:") for f in (r.get("flags") or []))
-
     out: dict[str, Any] = {"tasks": len(by), "samples": n_s,
                            "compile_rate": sum(bool(r.get("compiled")) for r in rows) / n_s if n_s else None,
-                           "correct_rate": sum(ok(r) for r in rows) / n_s if n_s else None}
+                           "correct_rate": sum(metrics.is_correct(r) for r in rows) / n_s if n_s else None}
     for k in ks:
-        vals = [pass_at_k(len(g), sum(ok(r) for r in g), k) for g in by.values() if len(g) >= k]
+        vals = [metrics.pass_at_k(len(g), sum(metrics.is_correct(r) for r in g), k)
+                for g in by.values() if len(g) >= k]
         out[f"pass@{k}"] = sum(vals) / len(vals) if vals else None
-    sp = [float(r["speedup"]) for r in rows if ok(r) and r.get("speedup") and float(r["speedup"]) > 0]
-    out["geomean_speedup"] = math.exp(sum(map(math.log, sp)) / len(sp)) if sp else None
-    out["timed_correct"] = len(sp)
-    for p in fast_ps:
-        out[f"fast_{p:g}"] = (sum(1 for r in rows if ok(r) and r.get("speedup") and float(r["speedup"]) > p)
-                              / n_s) if n_s else None
+    gm = metrics.geomean_speedup(rows) if rows else float("nan")
+    out["geomean_speedup"] = None if gm != gm else gm
+    out["timed_correct"] = sum(metrics.qualifying_speedup(r) is not None for r in rows)
+    if rows:
+        for p, v in metrics.fast_p(rows, fast_ps, per_task="first").items():
+            out[f"fast_{p:g}"] = v
     return out
 
 
@@ -663,5 +654,5 @@ __all__ = ["CHAT_TEMPLATE", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "Pol
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
            "eval_summary", "extract_codes", "filter_by_length", "get_tokenizer", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",
-           "pass_at_k", "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
+           "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
            "stratified", "tokenizer_corpus", "tokenizer_stats", "train_sft", "train_tokenizer"]

@@ -71,3 +71,13 @@ def test_summary_is_flat_and_uses_all_metrics():
     assert s["fast_0"] == 0.75 and s["fast_1"] == 0.25
     assert s["pass@1"] == pytest.approx(0.75)
     assert s["n_tasks"] == 4.0
+
+
+def test_hack_flagged_rows_never_count():
+    from cudaperf.metrics import fast_p, geomean_speedup, pass_at_k_rows
+
+    rows = [{"task_id": "a", "correct": True, "speedup": 50.0, "flags": ["hack:faster_than_roofline"]},
+            {"task_id": "b", "correct": True, "speedup": 2.0, "flags": ["suspicious:printf"]}]
+    assert fast_p(rows, [1.0])[1.0] == 0.5
+    assert geomean_speedup(rows) == 2.0
+    assert pass_at_k_rows(rows, [1])[1] == 0.5

@@ -331,8 +331,6 @@ def test_policy_config_profiles_and_help():
 
 
 def test_pass_at_k_and_summary():
-    assert policy.pass_at_k(5, 1, 1) == pytest.approx(0.2)
-    assert policy.pass_at_k(5, 0, 5) == 0.0 and policy.pass_at_k(5, 1, 5) == 1.0
     rows = ([{"task_id": "a", "compiled": True, "correct": True, "speedup": 2.0, "flags": []}] * 2
             + [{"task_id": "a", "compiled": True, "correct": True, "speedup": 100.0,
                 "flags": ["hack:roofline"]}]
@@ -340,4 +338,6 @@ def test_pass_at_k_and_summary():
     s = policy.eval_summary(rows, ks=(1, 3))
     assert s["compile_rate"] == 0.5 and s["correct_rate"] == pytest.approx(2 / 6)
     assert s["pass@1"] == pytest.approx((2 / 3 + 0) / 2) and s["pass@3"] == pytest.approx(0.5)
-    assert s["geomean_speedup"] == pytest.approx(2.0) and s["fast_1"] == pytest.approx(2 / 6)
+    # fast_p per task (KernelBench): task a's first sample is correct at 2x, task b fails.
+    assert s["geomean_speedup"] == pytest.approx(2.0) and s["fast_1"] == pytest.approx(1 / 2)
+    assert s["fast_1.5"] == pytest.approx(1 / 2)
