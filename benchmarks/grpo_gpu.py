@@ -1,0 +1,179 @@
+"""Mini-profile multi-turn GRPO on the H200 (M policy), resumable, and its held-out evaluation.
+
+Each stage fits in one 10-minute device call; run them in order, repeating `train` until done:
+
+    python benchmarks/grpo_gpu.py train --run mini-M-both                 # -> runs/grpo/<run>/checkpoint-*,
+                                                                          #    data/grpo/<run>/steps.parquet
+    python benchmarks/grpo_gpu.py eval  --run mini-M-both --eval-tasks 120  # -> data/grpo/<run>/eval.parquet
+    python benchmarks/grpo_gpu.py train --run mini-M-ver --ablation ver_only   # ablations, unchanged code
+
+`train` starts from the SFT checkpoint data/models/sft-M (benchmarks/sft_gpu.py) when it exists (else a
+fresh M model, said so in settings.json), uses the mini profile's GRPOSettings (16 tasks x 8 attempts,
+up to 3 turns) and stops, checkpoints and exits after `--budget-s` seconds (default 480); the next call
+resumes from the newest checkpoint (TRL `resume_from_checkpoint`), and the step log drops rows past
+that checkpoint. R_str needs a ranker trained on GPU measurements (`--ranker`, default the first of
+data/ranker/linear_*.json); with none, only `--ablation ver_only` runs (the script says so).
+NOTE: runs/ is not versioned. A run spanning several *fresh* machines must carry runs/grpo/<run>
+(the `carry` list of the device call) or it restarts from step 0.
+
+`eval` samples `--n` completions (single turn, first attempt) for each TEST-split task (held-out
+families; `--eval-tasks K` = a family-stratified slice) from the SFT start and from the GRPO policy
+(newest checkpoint), runs them all through the harness, and writes per-sample records and one summary
+row per policy (pass@1, pass@5, geometric-mean speedup, fast_p; cudaperf.policy.eval_summary) to
+data/grpo/<run>/eval.parquet (+ eval_samples.parquet). Nothing is written for a stage that did not finish.
+
+GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_session2.sh does):
+trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent), tree-sitter + tree-sitter-cuda (static
+features for R_str and the harness), lightgbm only when the ranker is a LightGBM one. No weights are
+downloaded.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def _log(msg: str) -> None:
+    print(f"[grpo_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def _tasks():
+    from cudaperf.config import get_profile
+    from cudaperf.tasks import load_tasks
+
+    path = ROOT / get_profile("mini").data.tasks_path
+    if path.exists():
+        return load_tasks(path)
+    from cudaperf.families import build_dataset
+
+    return build_dataset()
+
+
+def _ranker(arg: str) -> str:
+    if arg == "none":
+        return ""
+    if arg:
+        return arg
+    found = sorted((ROOT / "data/ranker").glob("linear_*.json"))
+    return str(found[0].relative_to(ROOT)) if found else ""
+
+
+def train(args) -> None:
+    from cudaperf import grpo
+
+    over = {"ablation": args.ablation, "time_budget_s": float(args.budget_s),
+            "ranker_path": _ranker(args.ranker)}
+    if args.steps:
+        over["steps"] = args.steps
+    if args.turns:
+        over["turns"] = args.turns
+    s = grpo.GRPOSettings.for_profile("mini", **over)
+    if s.ablation != "ver_only" and not s.ranker_path:
+        sys.exit("no ranker for R_str (data/ranker/linear_*.json or --ranker): train one on GPU "
+                 "measurements first, or run --ablation ver_only")
+    out = grpo.run_grpo(args.run, "mini", tasks=_tasks(), settings=s, root=ROOT, resume=True)
+    log = out.log
+    _log(f"{out.steps_done}/{s.steps} steps (resumed from {out.resumed_from}); "
+         f"{'stopped by budget' if out.stopped_by_budget else 'finished'} in {out.seconds:.0f}s")
+    if len(log):
+        tail = log.tail(5)[["step", "r_ver", "r_str", "compile_rate", "correct_rate", "t_step"]]
+        _log("\n" + tail.to_string(index=False))
+
+
+def _checkpoint_model(run: str):
+    from cudaperf import grpo
+
+    ck = grpo.last_checkpoint(ROOT / "runs/grpo" / run)
+    if ck is None:
+        sys.exit(f"no checkpoint under runs/grpo/{run}: run `train` first")
+    return ck
+
+
+def evaluate(args) -> None:
+    import pandas as pd
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cudaperf import policy
+    from cudaperf.config import get_profile
+    from cudaperf.harness import Harness
+
+    run_dir = ROOT / "data/grpo" / args.run
+    start = ROOT / "runs/grpo" / args.run / "start_policy"
+    ck = _checkpoint_model(args.run)
+    policies = {"sft_start": start, "grpo": ck}
+    tasks = [t for t in _tasks() if t.split == "test"]
+    tasks = policy.stratified(tasks, args.eval_tasks or len(tasks), args.seed)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    samples = {}
+    for name, path in policies.items():
+        tok = AutoTokenizer.from_pretrained(str(start))
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16 if dev == "cuda"
+                                                     else torch.float32).to(dev)
+        t0 = time.perf_counter()
+        samples[name] = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
+                                      max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch,
+                                      seed=args.seed)
+        _log(f"{name}: sampled {args.n} x {len(tasks)} in {time.perf_counter() - t0:.0f}s")
+        del model
+        if dev == "cuda":
+            torch.cuda.empty_cache()
+    harness = Harness(get_profile("mini").harness)
+    harness.prepare(tasks)
+    items, keys = [], []
+    for name, rows in samples.items():
+        for t, row in zip(tasks, policy.extract_codes(rows)):
+            for j, code in enumerate(row):
+                items.append((t, code))
+                keys.append((name, t, j))
+    t0 = time.perf_counter()
+    results = harness.evaluate_many(items)
+    _log(f"evaluated {len(items)} samples in {time.perf_counter() - t0:.0f}s")
+    harness.close()
+    recs = [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
+             "compiled": r.compiled, "correct": bool(r.correct), "pass_rate": r.pass_rate,
+             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code}
+            for (name, t, j), r, (_, code) in zip(keys, results, items)]
+    per = pd.DataFrame(recs)
+    summary = []
+    for name in policies:
+        s = policy.eval_summary([r for r in recs if r["policy"] == name])
+        summary.append({"policy": name, "checkpoint": str(policies[name].relative_to(ROOT)),
+                        "n": args.n, "temperature": args.temperature, **s,
+                        "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None})
+    run_dir.mkdir(parents=True, exist_ok=True)
+    per.to_parquet(run_dir / "eval_samples.parquet", index=False)
+    pd.DataFrame(summary).to_parquet(run_dir / "eval.parquet", index=False)
+    _log(json.dumps(summary, indent=1, default=str))
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    t = sub.add_parser("train", help="GRPO for at most --budget-s seconds, resuming the run")
+    t.add_argument("--run", default="mini-M-both")
+    t.add_argument("--ablation", default="both", choices=["both", "ver_only", "str_only"])
+    t.add_argument("--ranker", default="", help="saved ranker for R_str ('none' = absent)")
+    t.add_argument("--steps", type=int, default=0, help="total steps of the run (0 = profile)")
+    t.add_argument("--turns", type=int, default=0, help="turns per chain (0 = profile)")
+    t.add_argument("--budget-s", type=float, default=480.0)
+    e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")
+    e.add_argument("--run", default="mini-M-both")
+    e.add_argument("--eval-tasks", type=int, default=120, help="test tasks (0 = all)")
+    e.add_argument("--n", type=int, default=5)
+    e.add_argument("--temperature", type=float, default=0.8)
+    e.add_argument("--max-new-tokens", type=int, default=1536)
+    e.add_argument("--sample-batch", type=int, default=256)
+    e.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args(argv)
+    {"train": train, "eval": evaluate}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,530 @@
+"""Multi-turn GRPO with the composite reward R_ver + R_str, configured through TRL (issue 9).
+
+Guarantees:
+- `GRPOSettings.for_profile(name, **overrides)` gives the full, typed settings of a profile
+  (smoke | mini | paper); unknown profiles or override keys raise ValueError listing the known
+  ones. Every field has a help string (`describe_settings()` renders them).
+- `build_trainer` returns TRL's own `GRPOTrainer` with: `cudaperf.rollout.MultiTurnRollout` as
+  ``rollout_func`` (multi-turn attempts with harness feedback, discounted per-turn credit), the
+  reward functions ``R_ver`` and (when a ranker is given) ``R_str`` as `TurnReturn`s, weighted by
+  `reward_weights(settings, reward_config)` — the ablation switch maps 'both' / 'ver_only' /
+  'str_only' to (w_ver, w_str), (w_ver, 0), (0, w_str). Group size, loss type, KL beta, clip
+  epsilon, learning rate and LoRA come from the settings. Nothing of GRPO is re-implemented.
+- Evaluation placement: `eval_gpus(settings)` picks the harness GPUs — with two or more GPUs the
+  last one is the evaluation GPU and the trainer uses GPU 0 (the paper's layout), else they share
+  one; timing never overlaps training because the rollout (generation, then evaluation) and the
+  update run one after the other in the trainer process, and the harness's per-GPU lock
+  serialises timed regions among its own workers.
+- `run_grpo` checkpoints with TRL/transformers (``save_steps``) into ``runs/grpo/<run>`` and
+  resumes from the newest checkpoint there (``resume_from_checkpoint``), so a run can span
+  several calls of at most 10 minutes (`time_budget_s` stops, saves and returns in time). The
+  per-step log (`StepLogger`) is written after every step to ``data/grpo/<run>/steps.parquet``
+  and copied into each checkpoint; on resume rows after the checkpoint's step are dropped, so
+  the log never holds a step twice.
+- Step log columns: rewards by component (r_comp, r_corr, r_speed, r_cv, r_ver, r_str and the
+  trained returns ret_*), compile / correct rates, speedups (geomean, max), the turn at which
+  chains first became correct, the step time split (generation, compile and execution from
+  EvalResult.timings apportioned to the evaluation wall time, update = the rest of the step),
+  cache hit rate of the harness result store, and TRL's own metrics (loss, kl, clip ratios).
+  t_update is everything in the step outside the rollout: TRL's log-prob passes (policy and
+  reference), the backward pass and the optimiser step.
+"""
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any, Sequence
+
+from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
+from cudaperf.tasks import Task
+
+ABLATIONS = ("both", "ver_only", "str_only")
+
+
+def _f(default: Any, help: str) -> Any:  # noqa: A002 - TRL's `help` metadata habit
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass(frozen=True)
+class GRPOSettings:
+    """Online stage: multi-turn GRPO with TRL (one per profile)."""
+
+    group_size: int = _f(8, "Attempts per task per step (TRL num_generations), over all turns.")
+    turns: int = _f(3, "Most attempts in one refinement chain (T); 1 = single-turn GRPO.")
+    gamma: float = _f(0.4, "Discount of later turns' rewards in a turn's credit (see cudaperf.rollout).")
+    turn_baseline: bool = _f(True, "Centre each return on its task's attempts at the same turn (see cudaperf.rollout).")
+    stop_speedup: float = _f(1.5, "A chain stops early once an attempt is correct and this much faster than naive.")
+    loss_type: str = _f("dapo", "TRL loss_type: grpo | dr_grpo | dapo | bnpo | ... (dapo: token-level, no length bias).")
+    beta: float = _f(0.02, "KL coefficient against the starting policy (0 = no reference model).")
+    epsilon: float = _f(0.2, "PPO-style clipping of the importance ratio.")
+    scale_rewards: str = _f("group", "TRL scale_rewards: group | batch | none.")
+    learning_rate: float = _f(2e-5, "Peak learning rate of the policy update.")
+    lora: bool = _f(False, "Train LoRA adapters (cudaperf.policy.LORA_DEFAULTS) instead of all weights.")
+    quantize_4bit: bool = _f(False, "Load the starting checkpoint in 4-bit NF4 (QLoRA; CUDA only).")
+    max_new_tokens: int = _f(1536, "Longest attempt, in tokens.")
+    max_prompt_tokens: int = _f(6144, "Longest context of a later turn; older attempts are dropped first.")
+    temperature: float = _f(1.0, "Sampling temperature of the rollouts.")
+    top_p: float = _f(1.0, "Nucleus mass of the rollouts.")
+    gen_batch_size: int = _f(128, "Sequences generated per batch.")
+    steps: int = _f(200, "GRPO optimiser steps of the whole run.")
+    tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
+    ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
+    eval_gpu: str = _f("auto", "Harness GPUs: 'auto' (own GPU when >= 2, else shared), or a comma list.")
+    model_size: str = _f("M", "Mini policy size to build when no start checkpoint is found.")
+    start_from: str = _f("data/models/sft-M", "SFT checkpoint to start from (mini/paper); used when it exists.")
+    warm_start_steps: int = _f(0, "SFT steps on the train tasks before GRPO when no checkpoint exists (smoke).")
+    warm_start_lr: float = _f(3e-2, "Learning rate of the warm start (a memorisation run, hence high).")
+    ranker_path: str = _f("", "Saved ranker for R_str (cudaperf.ranker.save); empty = R_str absent.")
+    str_gate: str = _f("", "Override RewardConfig.str_gate for this run ('' = the profile's).")
+    save_steps: int = _f(10, "Checkpoint every this many steps (and at a time-budget stop).")
+    time_budget_s: float = _f(0.0, "Stop, checkpoint and return after this many seconds (0 = none).")
+    logging_steps: int = _f(1, "TRL logging interval (the step log is written every step).")
+    split: str = _f("train", "Task split GRPO trains on ('any' = every task given).")
+    max_tasks: int = _f(0, "Use at most this many tasks (0 = all), stratified over families.")
+    seed: int = _f(0, "Seed for data order, sampling and initialisation.")
+
+    @classmethod
+    def for_profile(cls, name: str, **overrides: Any) -> "GRPOSettings":
+        if name not in _PROFILES:
+            raise ValueError(f"unknown profile {name!r}; choose one of {sorted(_PROFILES)}")
+        known = {f.name for f in fields(cls)}
+        bad = sorted(set(overrides) - known)
+        if bad:
+            raise ValueError(f"unknown GRPOSettings setting(s) {bad}; known: {sorted(known)}")
+        s = replace(_PROFILES[name], **overrides)
+        s.validate()
+        return s
+
+    def validate(self) -> None:
+        if self.ablation not in ABLATIONS:
+            raise ValueError(f"ablation must be one of {ABLATIONS}, got {self.ablation!r}")
+        if self.turns < 1 or self.group_size < 2:
+            raise ValueError("turns >= 1 and group_size >= 2 (GRPO compares attempts in a group)")
+        if not 0.0 <= self.gamma <= 1.0:
+            raise ValueError("gamma must be in [0, 1]")
+
+
+_PROFILES = {
+    # CPU/CI: tiny model, 2 steps of 2 tasks x 4 attempts over 2 turns, compile-only R_ver.
+    "smoke": GRPOSettings(group_size=8, turns=2, steps=2, tasks_per_step=2, max_new_tokens=224,
+                          max_prompt_tokens=2048, learning_rate=5e-3, beta=0.02, model_size="tiny",
+                          start_from="", warm_start_steps=80, warm_start_lr=3e-2, temperature=0.4,
+                          gen_batch_size=16, save_steps=1, max_tasks=2, str_gate="always"),
+    # One H200: M policy from its SFT checkpoint, 16 tasks x 8 attempts.
+    "mini": GRPOSettings(model_size="M", start_from="data/models/sft-M", steps=120,
+                         tasks_per_step=16, group_size=8, turns=3, learning_rate=2e-5,
+                         max_new_tokens=1536, max_prompt_tokens=3072, save_steps=10,
+                         time_budget_s=540.0),
+    # Two+ GPUs: Qwen3 checkpoint, 4-bit QLoRA, evaluation on its own GPU.
+    "paper": GRPOSettings(model_size="L", start_from="Qwen/Qwen3-32B", lora=True, quantize_4bit=True,
+                          learning_rate=1e-5, max_new_tokens=2048, tasks_per_step=8, group_size=8,
+                          gen_batch_size=32, steps=300, save_steps=5),
+}
+
+
+def describe_settings(s: GRPOSettings) -> list[dict[str, Any]]:
+    return [{"setting": f.name, "value": getattr(s, f.name), "help": f.metadata.get("help", "")}
+            for f in fields(s)]
+
+
+def reward_weights(s: GRPOSettings, reward_config) -> tuple[float, float]:
+    """(weight of R_ver, weight of R_str) for the ablation switch."""
+    w_ver, w_str = float(reward_config.w_ver), float(reward_config.w_str)
+    return {"both": (w_ver, w_str), "ver_only": (w_ver, 0.0), "str_only": (0.0, w_str)}[s.ablation]
+
+
+def eval_gpus(s: GRPOSettings, n_gpus: int | None = None) -> str:
+    """HarnessConfig.gpus for the settings: own GPU when there are two or more."""
+    if s.eval_gpu != "auto":
+        return s.eval_gpu
+    if n_gpus is None:
+        try:
+            import torch
+
+            n_gpus = torch.cuda.device_count()
+        except Exception:
+            n_gpus = 0
+    return str(n_gpus - 1) if n_gpus >= 2 else "all"
+
+
+def synthetic_ranker(seed: int = 0, n_tasks: int = 60, n_variants: int = 5):
+    """A linear ranker trained on SYNTHETIC pairs, for CPU smoke runs only.
+
+    No GPU measurements exist on CPU machines, so no real ranker can be trained there. Each
+    synthetic variant gets a random phî vector x and a runtime exp(-0.7 · w·x + noise) for a
+    fixed w; the ranker learns w from pairs exactly as cudaperf.ranker does for measured data,
+    so R_str is graded by the real code path (features -> phî -> score -> scale). Its values say
+    nothing about real speed.
+    """
+    import numpy as np
+    import pandas as pd
+
+    from cudaperf import ranker
+    from cudaperf.features import FEATURE_NAMES
+
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0, 1, len(FEATURE_NAMES))
+    rows = []
+    for t in range(n_tasks):
+        split = "val" if t % 5 == 0 else "train"
+        for v in range(n_variants):
+            x = rng.normal(0, 1, len(FEATURE_NAMES))
+            rows.append({"task_id": f"syn{t}", "variant": "naive" if v == 0 else f"v{v}",
+                         "family": f"f{t % 6}", "split": split, "cv": 0.02,
+                         "runtime_ms": math.exp(-0.7 * float(x @ w) + rng.normal(0, 0.1)),
+                         **{f"x_{n}": x[i] for i, n in enumerate(FEATURE_NAMES)}})
+    items = pd.DataFrame(rows)
+    pairs = ranker.make_pairs(items)
+    model = ranker.train_linear(items, pairs, ranker.static_columns(), seed=seed)
+    ranker.fit_scale(model, items, pairs)
+    model.scale["synthetic"] = True
+    return model
+
+
+# --------------------------------------------------------------------------- step log
+
+
+def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> dict[str, Any]:
+    """One step-log row from the rollout's statistics and TRL's logged metrics."""
+    exec_sum = st.compile_s + st.execution_s
+    # Compiles and runs overlap across candidates; split the evaluation wall time by their sums.
+    # With nothing compiled or run (all served from the store) the wall time is lookups: neither.
+    comp_wall = st.eval_wall_s * (st.compile_s / exec_sum) if exec_sum > 0 else 0.0
+    exec_wall = st.eval_wall_s - comp_wall if exec_sum > 0 else 0.0
+    sp = [x for x in st.speedups if x > 0]
+    row: dict[str, Any] = {
+        "step": step, "rows": st.rows, "chains": st.chains,
+        **{c: st.components.get(c, float("nan")) for c in
+           ("r_comp", "r_corr", "r_speed", "r_cv", "r_ver", "r_str")},
+        "r_str_paid": st.r_str_paid,
+        "compile_rate": st.compile_rate, "correct_rate": st.correct_rate,
+        "timed_correct": len(sp),
+        "geomean_speedup": math.exp(sum(map(math.log, sp)) / len(sp)) if sp else float("nan"),
+        "max_speedup": max(sp) if sp else float("nan"),
+        "chains_correct": st.chains_correct,
+        "mean_first_correct_turn": (sum(st.first_correct_turns) / len(st.first_correct_turns)
+                                    if st.first_correct_turns else float("nan")),
+        "first_correct_turns": json.dumps(st.first_correct_turns),
+        "early_stops": st.early_stops,
+        "by_turn": json.dumps(st.by_turn),
+        "t_step": step_s, "t_generation": st.generation_s, "t_eval_wall": st.eval_wall_s,
+        "t_compile": comp_wall, "t_execution": exec_wall,
+        "t_eval_other": st.eval_wall_s - comp_wall - exec_wall,
+        "t_update": max(0.0, step_s - st.generation_s - st.eval_wall_s),
+        "cpu_compile_s": st.compile_s, "cpu_execution_s": st.execution_s,
+        "cache_hits": st.cache_hits, "cache_lookups": st.cache_lookups,
+        "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),
+    }
+    for k, v in trl.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            row["trl/" + k] = float(v)
+    return row
+
+
+def _callback_base():
+    from transformers import TrainerCallback
+
+    return TrainerCallback
+
+
+class StepLogger(_callback_base()):
+    """Writes one parquet row per optimiser step; stops in time for the wall-clock budget."""
+
+    def __init__(self, rollout: MultiTurnRollout, log_path: str | Path, time_budget_s: float = 0.0,
+                 rows: Sequence[dict] = ()):
+        self.rollout = rollout
+        self.path = Path(log_path)
+        self.budget = time_budget_s
+        self.rows: list[dict] = list(rows)
+        self.t_start = time.perf_counter()
+        self._t0 = None
+        self._step_s = 0.0
+        self._pending: dict | None = None
+        self.stopped_by_budget = False
+
+    def on_step_begin(self, args, state, control, **kw):
+        self._t0 = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kw):
+        self._step_s = time.perf_counter() - (self._t0 or time.perf_counter())
+        self._pending = {"step": state.global_step, "stats": self.rollout.last, "t": self._step_s}
+        if self.budget and time.perf_counter() - self.t_start > self.budget:
+            self.stopped_by_budget = True
+            control.should_training_stop = True
+            control.should_save = True
+        return control
+
+    def on_log(self, args, state, control, logs=None, **kw):
+        if self._pending is None or logs is None or "loss" not in logs:
+            return
+        p = self._pending
+        self._pending = None
+        self.rows.append(step_row(p["step"], p["stats"], p["t"], logs))
+        self.flush()
+
+    def on_save(self, args, state, control, **kw):
+        ck = Path(args.output_dir, f"checkpoint-{state.global_step}")
+        if ck.is_dir() and self.path.is_file():
+            shutil.copy2(self.path, ck / "steps.parquet")
+
+    def flush(self) -> None:
+        import pandas as pd
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        pd.DataFrame(self.rows).to_parquet(tmp, index=False)
+        tmp.replace(self.path)
+
+
+# --------------------------------------------------------------------------- building
+
+
+def select_tasks(tasks: Sequence[Task], s: GRPOSettings) -> list[Task]:
+    from cudaperf.policy import stratified
+
+    pool = list(tasks) if s.split == "any" else [t for t in tasks if t.split == s.split]
+    if not pool:
+        raise ValueError(f"no tasks in split {s.split!r}")
+    return stratified(pool, s.max_tasks, s.seed) if s.max_tasks else sorted(pool, key=lambda t: t.task_id)
+
+
+def load_start_policy(s: GRPOSettings, tasks: Sequence[Task], root: str | Path = ".",
+                      work_dir: str | Path | None = None):
+    """(model, tokenizer, source): the SFT checkpoint when it exists, else a fresh mini model,
+    warm-started with `warm_start_steps` of SFT on `tasks` when asked."""
+    from cudaperf import policy
+
+    start = Path(root, s.start_from) if s.start_from else None
+    if start is not None and (start / "config.json").is_file():
+        model, tok = policy.load_policy(str(start), s.quantize_4bit,
+                                        dict(policy.LORA_DEFAULTS) if s.lora else None,
+                                        dtype="float32" if not s.quantize_4bit else "bfloat16",
+                                        gradient_checkpointing=False)
+        return model, tok, str(start)
+    if s.start_from and "/" in s.start_from and not s.start_from.startswith(("data/", "runs/", "/", ".")):
+        model, tok = policy.load_policy(s.start_from, s.quantize_4bit,
+                                        dict(policy.LORA_DEFAULTS) if s.lora else None)
+        return model, tok, s.start_from
+    pcfg = policy.PolicyConfig.for_profile("smoke", model_size=s.model_size, seed=s.seed)
+    tok = policy.get_tokenizer(pcfg, tasks, root)
+    model = policy.build_model(s.model_size, tok, max_length=s.max_prompt_tokens + s.max_new_tokens,
+                               seed=s.seed)
+    src = f"fresh {s.model_size}"
+    if s.warm_start_steps > 0:
+        n_ex, steps, loss = warm_start(model, tok, tasks, s, Path(work_dir or "runs/grpo") / "warm_start")
+        src += f" + {steps} SFT steps on {n_ex} variants (loss {loss:.3f})"
+    if s.lora:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, policy.lora_config(policy.LORA_DEFAULTS))
+    return model, tok, src
+
+
+def warm_start(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings,
+               output_dir: str | Path) -> tuple[int, int, float]:
+    """Memorise the tasks' short variants (smoke): (examples, steps, last loss).
+
+    A freshly initialised policy emits token soup that never compiles or parses, so every
+    attempt would get the same reward and GRPO's group-relative advantages would all be zero.
+    A few dozen high-learning-rate SFT steps on the variants that fit in max_new_tokens make
+    sampled attempts near-copies with random mutations: some compile, some do not, and their
+    static features differ. Stops at `warm_start_steps` or once the loss is below 0.2.
+    """
+    import torch
+    from datasets import Dataset
+    from transformers import TrainerCallback
+    from trl import SFTConfig, SFTTrainer
+
+    from cudaperf import policy
+
+    ex = policy.sft_examples(tasks, refine=False)
+    lens = policy.example_lengths(ex, tokenizer)
+    # A warm start on answers the policy could never finish would teach it truncated code.
+    ex = [e for e, n in zip(ex, lens) if n["completion_tokens"] < s.max_new_tokens]
+    if not ex:
+        raise ValueError("warm start: no variant fits in max_new_tokens")
+
+    class _Stop(TrainerCallback):
+        loss = float("nan")
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "loss" in logs:
+                self.loss = float(logs["loss"])
+                if self.loss < 0.2:
+                    control.should_training_stop = True
+
+    stop = _Stop()
+    args = SFTConfig(output_dir=str(output_dir), max_length=4096, completion_only_loss=True,
+                     per_device_train_batch_size=len(ex), learning_rate=s.warm_start_lr,
+                     lr_scheduler_type="constant", max_steps=s.warm_start_steps, logging_steps=1,
+                     save_strategy="no", report_to="none", seed=s.seed, disable_tqdm=True,
+                     use_cpu=not torch.cuda.is_available(), weight_decay=0.0)
+    data = Dataset.from_list([{"prompt": e["prompt"], "completion": e["completion"]} for e in ex])
+    tr = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer,
+                    callbacks=[stop])
+    from transformers import PrinterCallback
+
+    tr.remove_callback(PrinterCallback)  # one line per memorisation step is noise in notebooks
+    tr.train()
+    return len(ex), tr.state.global_step, stop.loss
+
+
+def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, profile,
+                  output_dir: str | Path, structural=None, harness=None, callbacks=()):
+    """TRL GRPOTrainer wired to the multi-turn rollout and the R_ver / R_str returns."""
+    import os
+
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from cudaperf import prompts
+    from cudaperf.harness import Harness
+
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    rcfg = profile.reward
+    if s.str_gate:
+        rcfg = replace(rcfg, str_gate=s.str_gate)
+    w_ver, w_str = reward_weights(s, rcfg)
+    if structural is None and s.ablation != "ver_only":
+        raise ValueError(f"ablation {s.ablation!r} needs R_str: pass a ranker (ranker_path) or use 'ver_only'")
+    if structural is not None:
+        structural.reward_config = rcfg
+    if harness is None:
+        harness = Harness(replace(profile.harness, gpus=eval_gpus(s)))
+    rollout = MultiTurnRollout(tasks, harness, rcfg, structural, turns=s.turns, gamma=s.gamma,
+                               stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
+                               max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
+                               top_p=s.top_p, gen_batch_size=s.gen_batch_size,
+                               turn_baseline=s.turn_baseline)
+    funcs, weights = [TurnReturn("ver")], [w_ver]
+    if structural is not None:
+        funcs.append(TurnReturn("str"))
+        weights.append(w_str)
+    data = Dataset.from_list([{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks])
+    cuda = torch.cuda.is_available()
+    args = GRPOConfig(
+        output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,
+        gradient_accumulation_steps=1, num_generations=s.group_size, max_completion_length=s.max_new_tokens,
+        learning_rate=s.learning_rate, lr_scheduler_type="constant", loss_type=s.loss_type, beta=s.beta,
+        epsilon=s.epsilon, scale_rewards=s.scale_rewards, reward_weights=weights,
+        temperature=s.temperature, top_p=s.top_p, logging_steps=s.logging_steps, save_strategy="steps",
+        save_steps=s.save_steps, save_only_model=False, report_to="none", seed=s.seed, use_cpu=not cuda,
+        bf16=cuda and torch.cuda.is_bf16_supported() and not s.quantize_4bit,
+        disable_tqdm=True, log_completions=False, weight_decay=0.0, dataloader_num_workers=0,
+        remove_unused_columns=False, gradient_checkpointing=False,
+    )
+    trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data,
+                          processing_class=tokenizer, rollout_func=rollout, callbacks=list(callbacks))
+    return trainer, rollout
+
+
+def _start_policy(s: GRPOSettings, tasks: Sequence[Task], root, out_dir: Path):
+    """The run's starting policy, saved once under out_dir/start_policy and reloaded from there.
+
+    Saving it matters twice: TRL builds the KL reference model from the policy's config path
+    (a model built in memory has none), and a resumed run must keep the same reference and not
+    redo (or re-randomise) the warm start.
+    """
+    start = out_dir / "start_policy"
+    if (start / "config.json").is_file() and not (s.lora or s.quantize_4bit):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(str(start))
+        model = AutoModelForCausalLM.from_pretrained(str(start))
+        src = (start / "source.txt").read_text() if (start / "source.txt").is_file() else str(start)
+        return model, tok, src
+    model, tok, src = load_start_policy(s, tasks, root, out_dir)
+    if not (s.lora or s.quantize_4bit):  # peft models use the adapter-free base as reference
+        start.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(str(start))
+        tok.save_pretrained(str(start))
+        (start / "source.txt").write_text(src)
+        model.config._name_or_path = str(start.resolve())
+    return model, tok, src
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    output_dir: Path
+    steps_done: int
+    resumed_from: str | None
+    stopped_by_budget: bool
+    seconds: float
+    start_policy: str
+    log: Any  # pandas DataFrame of the step log
+    max_param_change: float | None = None  # largest |w - w_start| after training (models <= 50M params)
+
+
+def last_checkpoint(output_dir: str | Path) -> Path | None:
+    cks = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return max(cks, key=lambda p: int(p.name.split("-")[-1])) if cks else None
+
+
+def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None = None,
+             settings: GRPOSettings | None = None, root: str | Path = ".", structural=None,
+             resume: bool = True, harness=None, data_dir: str | Path = "data/grpo",
+             runs_dir: str | Path = "runs/grpo") -> RunOutcome:
+    """Train (or continue) run `run`: checkpoints in runs/grpo/<run>, step log in data/grpo/<run>."""
+    import pandas as pd
+
+    from cudaperf.config import get_profile
+
+    s = settings or GRPOSettings.for_profile(profile_name)
+    prof = get_profile(profile_name)
+    if tasks is None:
+        from cudaperf.tasks import load_tasks
+
+        tasks = load_tasks(Path(root, prof.data.tasks_path))
+    tasks = select_tasks(tasks, s)
+    run_dir = Path(root, data_dir, run)
+    out_dir = Path(root, runs_dir, run)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    ck = last_checkpoint(out_dir) if resume else None
+    if not resume and out_dir.exists():
+        shutil.rmtree(out_dir)
+    log_path = run_dir / "steps.parquet"
+    rows: list[dict] = []
+    if ck is not None:
+        saved = ck / "steps.parquet"
+        src = saved if saved.is_file() else log_path
+        if src.is_file():
+            step_ck = int(ck.name.split("-")[-1])
+            df = pd.read_parquet(src)
+            rows = df[df["step"] <= step_ck].to_dict(orient="records")
+    if structural is None and s.ranker_path:
+        from cudaperf.structural import StructuralReward
+
+        structural = StructuralReward({t.task_id: t for t in tasks}, str(Path(root, s.ranker_path)),
+                                      prof.reward)
+    model, tok, src = _start_policy(s, tasks, root, out_dir)
+    # The logger reads the rollout's statistics, so it joins the trainer after construction.
+    trainer, rollout = build_trainer(model, tok, tasks, s, prof, out_dir, structural, harness)
+    logger_cb = StepLogger(rollout, log_path, s.time_budget_s, rows)
+    trainer.add_callback(logger_cb)
+    (run_dir / "settings.json").write_text(json.dumps(
+        {"profile": profile_name, "start_policy": src, "tasks": len(tasks),
+         **{k: v for k, v in s.__dict__.items()}}, indent=1, default=str))
+    # Evidence that the update moved the policy (weight decay is 0, so only gradients can).
+    params = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
+    small = sum(p.numel() for p in params.values()) <= 50_000_000
+    before = {n: p.detach().clone() for n, p in params.items()} if small else None
+    t0 = time.perf_counter()
+    trainer.train(resume_from_checkpoint=str(ck) if ck is not None else None)
+    secs = time.perf_counter() - t0
+    log = pd.DataFrame(logger_cb.rows)
+    change = None
+    if before is not None:
+        change = max(float((p.detach().cpu() - before[n].cpu()).abs().max()) for n, p in params.items())
+    return RunOutcome(run_dir, out_dir, trainer.state.global_step, str(ck) if ck else None,
+                      logger_cb.stopped_by_budget, secs, src, log, change)
+
+
+__all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
+           "eval_gpus", "last_checkpoint", "load_start_policy", "reward_weights", "run_grpo",
+           "select_tasks", "step_row", "synthetic_ranker", "warm_start"]

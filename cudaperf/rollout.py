@@ -1,0 +1,373 @@
+"""Multi-turn rollouts for TRL's GRPOTrainer (`rollout_func`), with discounted per-turn credit.
+
+Guarantees of `MultiTurnRollout.__call__(prompts, trainer)` (TRL's rollout_func contract):
+- Returns exactly one row per prompt it was given: ``prompt_ids`` / ``completion_ids`` (token
+  ids, completion ends at EOS when the model stopped) and ``logprobs`` None (generation runs in
+  the trainer's own model, so no importance correction is needed), plus extra per-row fields
+  that TRL forwards to the reward functions: ``task_ids``, ``turn``, ``chain``, ``r_ver``,
+  ``r_str``, ``ret_ver``, ``ret_str``, ``eval_result``.
+- A row is ONE attempt (one turn). The rows TRL groups together (the copies of one task's
+  prompt) are filled by chains of attempts: ``lanes = ceil(group / turns)`` chains run side by
+  side; each attempt is evaluated by the harness, the result becomes the next user turn through
+  `cudaperf.prompts.refine_prompt`, and the row's prompt is exactly the context the model saw
+  (task + earlier attempts + feedback), so the policy gradient is taken on what was sampled.
+- Credit: a row's reward is the discounted return of its chain from that turn on,
+  ``G_t = r_t + gamma * G_{t+1}`` (per reward component; components are linear so TRL's weighted
+  sum of the per-component returns is the return of the weighted reward). Default gamma 0.4:
+  an attempt is mostly judged by its own outcome, but an attempt whose feedback leads to a fix
+  shares part of the fix's reward (at 0.4 a turn-3 success is worth 0.16 at turn 1, so a chain
+  of failures that ends well does not outscore a first-turn success). Group-relative advantages
+  then compare all attempts at a task in this step, whatever their turn.
+- Per-turn baseline (`turn_baseline`, default on): before TRL's group normalisation, each
+  return is centred on the mean return of the same task's attempts at the same turn, so an
+  attempt is compared with its peers at that turn and not penalised or favoured for how many
+  discounted later terms its position sums. ``ret_*`` are the centred values; ``r_*`` the
+  immediate rewards (logged).
+- Early stop: a chain ends after `turns` attempts, or earlier once an attempt is correct, not
+  flagged and at least `stop_speedup` times faster than the naive variant (further revisions of
+  a good kernel mostly spend budget); its lane then starts a fresh chain while the group still
+  has rows to fill. Without a GPU nothing is ever "correct" (status 'compiled'), so CPU runs
+  never stop early. A chain cut short by the group's row budget is credited over the turns it has.
+- Evaluation: each round's attempts go to `Harness.evaluate_many` in one batch (compiles on all
+  cores, runs on the harness's evaluation GPUs); the trainer process only generates and
+  updates, and runs sequentially, so no timed region overlaps the policy update on the same GPU.
+- `StepStats` of the last call (generation / compile / execution seconds, rates, speedups,
+  first-correct turns, cache hits) are kept in ``self.last`` for the step logger.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+from cudaperf import prompts as P
+from cudaperf.config import RewardConfig
+from cudaperf.result import EvalResult
+from cudaperf.rewards import extract_code, reward_components
+from cudaperf.tasks import Task
+
+EXEC_STAGES = ("prepare", "runner_start", "check", "time", "recheck")
+
+
+def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
+    """G_t = r_t + gamma * G_{t+1} over one chain's per-turn rewards."""
+    out = [0.0] * len(rewards)
+    acc = 0.0
+    for i in range(len(rewards) - 1, -1, -1):
+        acc = float(rewards[i]) + gamma * acc
+        out[i] = acc
+    return out
+
+
+def plan_lanes(group: int, turns: int) -> int:
+    """Chains run side by side for a group of `group` rows with up to `turns` attempts each."""
+    if group < 1 or turns < 1:
+        raise ValueError("group and turns must be >= 1")
+    return math.ceil(group / turns)
+
+
+@dataclass
+class StepStats:
+    rows: int = 0
+    generation_s: float = 0.0
+    eval_wall_s: float = 0.0
+    compile_s: float = 0.0  # summed over candidates (EvalResult.timings)
+    execution_s: float = 0.0  # summed over candidates: runner start, checks, timing, recheck
+    compile_rate: float = 0.0
+    correct_rate: float = 0.0
+    speedups: list[float] = field(default_factory=list)
+    first_correct_turns: list[int] = field(default_factory=list)
+    chains: int = 0
+    chains_correct: int = 0
+    early_stops: int = 0
+    cache_hits: int = 0
+    cache_lookups: int = 0
+    components: dict[str, float] = field(default_factory=dict)
+    r_str_paid: float = 0.0
+    by_turn: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+@dataclass
+class _Chain:
+    task: Task
+    lane: int
+    cid: int
+    attempts: list[tuple[str, EvalResult]] = field(default_factory=list)
+    rows: list[int] = field(default_factory=list)
+    done: bool = False
+
+
+class MultiTurnRollout:
+    """TRL rollout_func: chains of attempts, harness feedback between turns (see module doc)."""
+
+    def __init__(self, tasks: Sequence[Task], harness: Any, reward_config: RewardConfig,
+                 structural: Any = None, *, turns: int = 3, gamma: float = 0.4,
+                 stop_speedup: float = 1.5, max_new_tokens: int = 512,
+                 max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
+                 gen_batch_size: int = 64, turn_baseline: bool = True):
+        if turns < 1:
+            raise ValueError("turns must be >= 1")
+        if not 0.0 <= gamma <= 1.0:
+            raise ValueError("gamma must be in [0, 1]")
+        self.tasks = {t.task_id: t for t in tasks}
+        self._by_text: dict[str, Task] = {}
+        for t in tasks:
+            key = P.task_user_text(t)
+            if key in self._by_text:
+                raise ValueError(f"tasks {self._by_text[key].task_id} and {t.task_id} have the "
+                                 "same prompt; the rollout could not tell them apart")
+            self._by_text[key] = t
+        self.harness = harness
+        self.reward_config = reward_config
+        self.structural = structural
+        self.turns, self.gamma, self.stop_speedup = turns, gamma, stop_speedup
+        self.max_new_tokens, self.max_prompt_tokens = max_new_tokens, max_prompt_tokens
+        self.temperature, self.top_p, self.gen_batch_size = temperature, top_p, gen_batch_size
+        self.turn_baseline = turn_baseline
+        self.last = StepStats()
+        self.__name__ = "multi_turn_rollout"
+
+    # ------------------------------------------------------------------ helpers
+    def task_of(self, prompt: Any) -> Task:
+        msgs = prompt if isinstance(prompt, list) else [{"role": "user", "content": str(prompt)}]
+        users = [m.get("content", "") for m in msgs if isinstance(m, dict) and m.get("role") == "user"]
+        if not users or users[0] not in self._by_text:
+            raise KeyError("rollout: a prompt matches no task (dataset prompts must come from "
+                           "cudaperf.prompts.task_prompt)")
+        return self._by_text[users[0]]
+
+    def _stop(self, res: EvalResult) -> bool:
+        return (bool(res.correct) and not any(f.startswith("hack:") for f in res.flags)
+                and res.speedup is not None and res.speedup >= self.stop_speedup)
+
+    def context(self, chain: _Chain, tokenizer) -> list[dict]:
+        """Messages for the chain's next turn; older turns dropped first when over budget."""
+        if not chain.attempts:
+            return P.task_prompt(chain.task)
+        *hist, (code, res) = chain.attempts
+        while True:
+            msgs = P.refine_prompt(chain.task, code, res, history=hist)
+            if not hist or self._n_tokens(tokenizer, msgs) <= self.max_prompt_tokens:
+                return msgs
+            hist = hist[1:]
+
+    @staticmethod
+    def _n_tokens(tokenizer, msgs) -> int:
+        return len(tokenizer.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True))
+
+    def generate(self, model, tokenizer, contexts: Sequence[list[dict]]) -> list[tuple[list[int], list[int]]]:
+        """(prompt_ids, completion_ids) per context; sampled with the current policy."""
+        import torch
+
+        texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True)
+                 for m in contexts]
+        eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+        device = next(model.parameters()).device
+        out: list[tuple[list[int], list[int]]] = []
+        side = tokenizer.padding_side
+        tokenizer.padding_side = "left"
+        was_training = model.training
+        model.eval()
+        try:
+            for s in range(0, len(texts), max(1, self.gen_batch_size)):
+                enc = tokenizer(texts[s:s + self.gen_batch_size], return_tensors="pt", padding=True,
+                                add_special_tokens=False).to(device)
+                gen = dict(max_new_tokens=self.max_new_tokens, pad_token_id=pad, eos_token_id=eos)
+                if self.temperature > 0:
+                    gen.update(do_sample=True, temperature=self.temperature, top_p=self.top_p, top_k=0)
+                else:
+                    gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+                with torch.no_grad():
+                    seqs = model.generate(**enc, **gen)
+                width = enc["input_ids"].shape[1]
+                for row, mask, full in zip(enc["input_ids"], enc["attention_mask"], seqs):
+                    p = row[mask.bool()].tolist()
+                    c = full[width:].tolist()
+                    if eos in c:
+                        c = c[:c.index(eos) + 1]
+                    else:  # ran out of tokens: drop the right padding only
+                        while c and c[-1] == pad:
+                            c.pop()
+                    out.append((p, c or [eos]))
+        finally:
+            tokenizer.padding_side = side
+            model.train(was_training)
+        return out
+
+    # ------------------------------------------------------------------ TRL entry point
+    def __call__(self, prompts: list, trainer) -> dict[str, list]:
+        model = trainer.accelerator.unwrap_model(trainer.model)
+        tok = trainer.processing_class
+        return self.rollout(model, tok, prompts)
+
+    def rollout(self, model, tok, prompts: list) -> dict[str, list]:
+        st = StepStats()
+        store = getattr(self.harness, "store", None)
+        h0 = (store.hits, store.misses) if store is not None else (0, 0)
+        # Rows of one task: TRL repeats each prompt num_generations times.
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(prompts):
+            groups.setdefault(self.task_of(p).task_id, []).append(i)
+        n = len(prompts)
+        rows: list[dict[str, Any] | None] = [None] * n
+        free = {tid: list(ix) for tid, ix in groups.items()}  # row slots not yet filled
+        lanes: list[_Chain] = []
+        chains: list[_Chain] = []
+        cid = 0
+        for tid, ix in groups.items():
+            for lane in range(plan_lanes(len(ix), self.turns)):
+                lanes.append(_Chain(self.tasks[tid], lane, cid))
+                cid += 1
+        chains.extend(lanes)
+        while True:
+            active = []
+            for k, ch in enumerate(lanes):
+                tid = ch.task.task_id
+                if not free[tid]:
+                    continue
+                if ch.done:  # start a fresh chain on this lane
+                    ch = _Chain(ch.task, ch.lane, cid)
+                    cid += 1
+                    lanes[k] = ch
+                    chains.append(ch)
+                active.append(ch)
+            if not active:
+                break
+            ctx = [self.context(ch, tok) for ch in active]
+            t = time.perf_counter()
+            gen = self.generate(model, tok, ctx)
+            st.generation_s += time.perf_counter() - t
+            texts = tok.batch_decode([c for _, c in gen], skip_special_tokens=True)
+            codes = [extract_code(x) for x in texts]
+            t = time.perf_counter()
+            results = self.harness.evaluate_many([(ch.task, c) for ch, c in zip(active, codes)])
+            st.eval_wall_s += time.perf_counter() - t
+            r_str = self._structural(texts, active, results)
+            for ch, (pids, cids), code, res, rs in zip(active, gen, codes, results, r_str):
+                slot = free[ch.task.task_id].pop(0)
+                comps = reward_components(res, self.reward_config)
+                rows[slot] = {"prompt_ids": pids, "completion_ids": cids, "task_id": ch.task.task_id,
+                              "turn": len(ch.attempts) + 1, "chain": ch.cid, "result": res,
+                              "comps": comps, "r_str": rs}
+                ch.attempts.append((code, res))
+                ch.rows.append(slot)
+                if len(ch.attempts) >= self.turns:
+                    ch.done = True
+                elif self._stop(res):
+                    ch.done = True
+                    st.early_stops += 1
+        self._credit(rows, chains)
+        self._stats(st, rows, chains, store, h0)
+        self.last = st
+        return {
+            "prompt_ids": [r["prompt_ids"] for r in rows],
+            "completion_ids": [r["completion_ids"] for r in rows],
+            "logprobs": None,
+            "turn": [r["turn"] for r in rows],
+            "chain": [r["chain"] for r in rows],
+            "r_ver": [r["comps"]["r_ver"] for r in rows],
+            "r_str": [r["r_str"] for r in rows],
+            "ret_ver": [r["ret_ver"] for r in rows],
+            "ret_str": [r["ret_str"] for r in rows],
+            "eval_result": [r["result"].to_dict() for r in rows],
+        }
+
+    def _structural(self, texts, active, results) -> list[float | None]:
+        if self.structural is None:
+            return [None] * len(texts)
+        return self.structural(None, texts, task_id=[ch.task.task_id for ch in active],
+                               results=results)
+
+    def _credit(self, rows, chains) -> None:
+        for ch in chains:
+            rv = [rows[i]["comps"]["r_ver"] for i in ch.rows]
+            # A closed R_str gate pays nothing at that turn; later turns still count.
+            rs = [rows[i]["r_str"] or 0.0 for i in ch.rows]
+            for i, gv, gs in zip(ch.rows, discounted_returns(rv, self.gamma),
+                                 discounted_returns(rs, self.gamma)):
+                rows[i]["ret_ver"] = gv
+                rows[i]["ret_str"] = gs if self.structural is not None else None
+        if self.turn_baseline:
+            # An earlier turn sums more discounted terms than a later one, so within one group
+            # its return differs by position alone; compare each attempt with its task's other
+            # attempts at the same turn instead. A lone attempt at a turn has no peer: 0.
+            cells: dict[tuple, list[int]] = {}
+            for i, r in enumerate(rows):
+                cells.setdefault((r["task_id"], r["turn"]), []).append(i)
+            for ix in cells.values():
+                for key in ("ret_ver", "ret_str"):
+                    if rows[ix[0]][key] is None:
+                        continue
+                    vals = [rows[i][key] for i in ix]
+                    m = sum(vals) / len(vals)
+                    # Equal returns must centre to exactly 0: float residue would become a
+                    # "signal" once TRL divides by a near-zero std, and Adam would follow it.
+                    same = max(vals) - min(vals) <= 1e-9 * max(1.0, abs(m))
+                    for i in ix:
+                        rows[i][key] = 0.0 if same else rows[i][key] - m
+
+    def _stats(self, st: StepStats, rows, chains, store, h0) -> None:
+        res = [r["result"] for r in rows]
+        st.rows = len(rows)
+        # A result served from the store carries the timings of its first evaluation; this
+        # step spent none of that time.
+        fresh = [r for r in res if not r.cached]
+        st.compile_s = sum(float(r.timings.get("compile", 0.0)) for r in fresh)
+        st.execution_s = sum(float(r.timings.get(k, 0.0)) for r in fresh for k in EXEC_STAGES)
+        st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
+        ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
+        st.correct_rate = sum(ok) / max(1, len(res))
+        st.speedups = [float(r.speedup) for r, k in zip(res, ok) if k and r.speedup]
+        chains = [c for c in chains if c.rows]
+        st.chains = len(chains)
+        for ch in chains:
+            turns = [rows[i]["turn"] for i in ch.rows if ok[i]]
+            if turns:
+                st.chains_correct += 1
+                st.first_correct_turns.append(min(turns))
+        keys = ("r_comp", "r_corr", "r_speed", "r_cv", "r_ver")
+        st.components = {k: sum(r["comps"][k] for r in rows) / len(rows) for k in keys}
+        paid = [r["r_str"] for r in rows if r["r_str"] is not None]
+        st.r_str_paid = len(paid) / len(rows)
+        st.components["r_str"] = sum(paid) / len(paid) if paid else float("nan")
+        by: dict[int, list[dict]] = {}
+        for r in rows:
+            by.setdefault(r["turn"], []).append(r)
+        st.by_turn = {t: {"n": len(v), "r_ver": sum(x["comps"]["r_ver"] for x in v) / len(v),
+                          "compile_rate": sum(bool(x["result"].compiled) for x in v) / len(v)}
+                      for t, v in sorted(by.items())}
+        if store is not None:
+            st.cache_hits = store.hits - h0[0]
+            st.cache_lookups = st.cache_hits + store.misses - h0[1]
+
+
+class TurnReturn:
+    """TRL reward function returning the rollout's discounted return of one component.
+
+    ``TurnReturn("ver")`` reads the ``ret_ver`` column the rollout attached to every row; weight
+    it with GRPOConfig.reward_weights (w_ver / w_str of the profile). None where the component
+    does not apply (no ranker: R_str absent).
+    """
+
+    def __init__(self, component: str):
+        if component not in ("ver", "str"):
+            raise ValueError("component must be 'ver' or 'str'")
+        self.component = component
+        self.__name__ = f"R_{component}"
+
+    def __call__(self, prompts, completions, completion_ids=None, log_metric=None, **kw) -> list:
+        key = f"ret_{self.component}"
+        if key not in kw:
+            raise KeyError(f"{self.__name__}: no '{key}' column; use it with MultiTurnRollout")
+        vals = list(kw[key])
+        imm = kw.get(f"r_{self.component}")
+        if log_metric is not None and imm is not None:
+            paid = [v for v in imm if v is not None]
+            if paid:
+                log_metric(f"reward/immediate_r_{self.component}", sum(paid) / len(paid))
+        return [None if v is None else float(v) for v in vals]
+
+
+__all__ = ["EXEC_STAGES", "MultiTurnRollout", "StepStats", "TurnReturn", "discounted_returns",
+           "plan_lanes"]

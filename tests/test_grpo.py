@@ -1,0 +1,250 @@
+"""cudaperf.grpo / cudaperf.rollout: settings, credit, multi-turn rollouts, and the smoke run.
+
+The smoke run (`test_smoke_grpo_*`) is the real entry point (`run_grpo`) with a tiny budget:
+real nvcc compilation through the harness, compile-only R_ver (no GPU), TRL's GRPOTrainer.
+
+Why its rewards are not all equal (if they were, GRPO's group-relative advantages would be zero
+and nothing would move): a freshly initialised tiny policy emits token soup, which never
+compiles (R_ver = -3 for all) and never parses (identical static features, so identical R_str).
+The smoke profile therefore (1) warm-starts the tiny policy with a short high-learning-rate SFT
+on the task's own short variants, so sampled attempts are mutated near-copies of real kernels,
+and (2) pays R_str from a linear ranker trained on SYNTHETIC pairs (`grpo.synthetic_ranker`,
+same code path as a measured ranker) with the gate 'always', so partly broken kernels get
+graded structural scores. The test asserts both halves of "it learned": TRL logged a group with
+non-zero reward spread, and the weights moved (weight decay is 0, so only gradients move them).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from cudaperf import grpo, prompts
+from cudaperf.config import RewardConfig, get_profile
+from cudaperf.devtasks import dev_tasks
+from cudaperf.result import EvalResult
+from cudaperf.rollout import MultiTurnRollout, TurnReturn, discounted_returns, plan_lanes
+
+
+# --------------------------------------------------------------------------- pure parts
+
+
+def test_discounted_returns_is_the_recursion():
+    assert discounted_returns([1.0, 2.0, 4.0], 0.5) == pytest.approx([1 + 0.5 * 2 + 0.25 * 4, 2 + 0.5 * 4, 4])
+    assert discounted_returns([-3.0, -3.0], 0.0) == [-3.0, -3.0]
+    assert discounted_returns([], 0.4) == []
+
+
+def test_lanes_cover_the_group_in_about_T_rounds():
+    assert plan_lanes(8, 1) == 8
+    assert plan_lanes(8, 3) == 3
+    assert plan_lanes(4, 2) == 2
+    with pytest.raises(ValueError):
+        plan_lanes(0, 3)
+
+
+def test_settings_profiles_overrides_and_ablation_weights():
+    s = grpo.GRPOSettings.for_profile("mini")
+    assert s.turns == 3 and s.group_size == 8 and s.tasks_per_step == 16
+    with pytest.raises(ValueError, match="unknown GRPOSettings"):
+        grpo.GRPOSettings.for_profile("smoke", nope=1)
+    with pytest.raises(ValueError, match="ablation"):
+        grpo.GRPOSettings.for_profile("smoke", ablation="neither")
+    rc = RewardConfig(w_ver=1.0, w_str=0.5)
+    assert grpo.reward_weights(replace(s, ablation="both"), rc) == (1.0, 0.5)
+    assert grpo.reward_weights(replace(s, ablation="ver_only"), rc) == (1.0, 0.0)
+    assert grpo.reward_weights(replace(s, ablation="str_only"), rc) == (0.0, 0.5)
+    assert all(r["help"] for r in grpo.describe_settings(s))
+
+
+def test_eval_gpu_is_its_own_with_two_or_more():
+    s = grpo.GRPOSettings.for_profile("mini")
+    assert grpo.eval_gpus(s, n_gpus=1) == "all"
+    assert grpo.eval_gpus(s, n_gpus=2) == "1"
+    assert grpo.eval_gpus(s, n_gpus=4) == "3"
+    assert grpo.eval_gpus(replace(s, eval_gpu="0"), n_gpus=4) == "0"
+
+
+def test_ablation_needing_r_str_refuses_to_run_without_a_ranker():
+    with pytest.raises(ValueError, match="needs R_str"):
+        grpo.build_trainer(None, None, dev_tasks()[:1], grpo.GRPOSettings.for_profile("smoke"),
+                           get_profile("smoke"), "unused", structural=None, harness=object())
+
+
+def test_turn_return_reads_the_rollout_column():
+    f = TurnReturn("ver")
+    assert f(None, ["a", "b"], ret_ver=[1.0, -2.0]) == [1.0, -2.0]
+    with pytest.raises(KeyError):
+        f(None, ["a"])
+
+
+# --------------------------------------------------------------------------- rollout logic
+
+
+class ScriptedHarness:
+    """Stands in for the GPU: the first attempt of lane 0 at each task is correct and 3x faster,
+    every other attempt compiles but is wrong. Records what it was asked."""
+
+    store = None
+
+    def __init__(self):
+        self.calls: list[list[str]] = []
+
+    def evaluate_many(self, items):
+        self.calls.append([t.task_id for t, _ in items])
+        out = []
+        seen: set[str] = set()
+        for t, code in items:
+            first = len(self.calls) == 1 and t.task_id not in seen
+            seen.add(t.task_id)
+            if first:
+                out.append(EvalResult(t.task_id, "h", status="correct", compiled=True, pass_rate=1.0,
+                                      correct=True, speedup=3.0, cv=0.0, runtime_ms=1.0,
+                                      timings={"compile": 0.5, "check": 0.1, "time": 0.2}))
+            else:
+                out.append(EvalResult(t.task_id, "h", status="wrong", compiled=True, pass_rate=0.5,
+                                      correct=False, timings={"compile": 0.5, "check": 0.1},
+                                      failures=[{"test": "odd", "sizes": {"n": 1003}, "reason": "mismatch",
+                                                 "param": "y", "summary": "SCRIPTED-MISMATCH"}]))
+        return out
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from cudaperf import policy
+
+    tasks = dev_tasks()
+    tok = policy.get_tokenizer(policy.PolicyConfig.for_profile("smoke"), tasks)
+    return policy.build_model("tiny", tok), tok, tasks
+
+
+def test_rollout_chains_feedback_early_stop_and_credit(tiny):
+    model, tok, tasks = tiny
+    tasks = tasks[:2]
+    h = ScriptedHarness()
+    rc = RewardConfig()
+    ro = MultiTurnRollout(tasks, h, rc, None, turns=3, gamma=0.5, stop_speedup=2.0, max_new_tokens=8,
+                          turn_baseline=False)
+    group = 6
+    batch = [prompts.task_prompt(t) for t in tasks for _ in range(group)]
+    out = ro.rollout(model, tok, batch)
+    n = len(batch)
+    assert all(len(out[k]) == n for k in ("prompt_ids", "completion_ids", "turn", "ret_ver", "eval_result"))
+    # Each row stays in its task's slots (TRL groups rows by position).
+    for i, r in enumerate(out["eval_result"]):
+        assert r["task_id"] == tasks[i // group].task_id
+    # lanes = ceil(6/3) = 2; lane 0 stops after its correct, fast first attempt and restarts.
+    assert ro.last.early_stops == 2 and ro.last.chains_correct == 2
+    assert ro.last.first_correct_turns == [1, 1]
+    assert max(out["turn"]) == 3
+    # Later turns were prompted with the harness feedback of the attempt before.
+    later = [tok.decode(p) for p, t in zip(out["prompt_ids"], out["turn"]) if t > 1]
+    assert later and all("SCRIPTED-MISMATCH" in x and prompts.REVISE in x for x in later)
+    first = [tok.decode(p) for p, t in zip(out["prompt_ids"], out["turn"]) if t == 1]
+    assert all("SCRIPTED-MISMATCH" not in x for x in first)
+    # Returns are the discounted sums along each chain.
+    by_chain: dict[int, list[int]] = {}
+    for i, c in enumerate(out["chain"]):
+        by_chain.setdefault(c, []).append(i)
+    for ix in by_chain.values():
+        ix.sort(key=lambda i: out["turn"][i])
+        want = discounted_returns([out["r_ver"][i] for i in ix], 0.5)
+        assert [out["ret_ver"][i] for i in ix] == pytest.approx(want)
+    assert ro.last.correct_rate == pytest.approx(2 / n)
+    assert ro.last.compile_s == pytest.approx(0.5 * n)
+
+
+def test_turn_baseline_centres_returns_per_task_and_turn(tiny):
+    model, tok, tasks = tiny
+    ro = MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, turns=2, gamma=0.4,
+                          stop_speedup=99.0, max_new_tokens=8, turn_baseline=True)
+    out = ro.rollout(model, tok, [prompts.task_prompt(tasks[0])] * 4)
+    for t in (1, 2):
+        vals = [v for v, tt in zip(out["ret_ver"], out["turn"]) if tt == t]
+        assert sum(vals) == pytest.approx(0.0, abs=1e-9)
+    assert len(set(round(v, 6) for v in out["ret_ver"])) > 1  # the correct chain stands out
+
+
+def test_rollout_rejects_prompts_of_unknown_tasks(tiny):
+    model, tok, tasks = tiny
+    ro = MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, max_new_tokens=4)
+    with pytest.raises(KeyError):
+        ro.rollout(model, tok, [prompts.task_prompt(tasks[1])])
+
+
+# --------------------------------------------------------------------------- smoke run
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    from cudaperf.harness import Harness
+    from cudaperf.structural import StructuralReward
+
+    tmp = tmp_path_factory.mktemp("grpo")
+    tasks = dev_tasks()[:1]  # saxpy: the shortest variants, the quickest warm start
+    prof = get_profile("smoke")
+    s = grpo.GRPOSettings.for_profile("smoke", max_tasks=1, tasks_per_step=1)
+    harness = Harness(replace(prof.harness, cache_dir=str(tmp / "cache")))
+    sr = StructuralReward({t.task_id: t for t in tasks}, grpo.synthetic_ranker(), prof.reward)
+    kw = dict(tasks=tasks, root=".", structural=sr, harness=harness, data_dir=str(tmp / "data"),
+              runs_dir=str(tmp / "runs"))
+    first = grpo.run_grpo("smoke", "smoke", settings=s, **kw)
+    # 4 steps asked, but a (tiny) wall-clock budget: one step, a checkpoint, and out.
+    again = grpo.run_grpo("smoke", "smoke", settings=replace(s, steps=4, time_budget_s=1e-3), **kw)
+    return first, again
+
+
+def test_smoke_grpo_updates_the_weights_from_non_degenerate_rewards(smoke):
+    first, _ = smoke
+    log = first.log
+    assert first.steps_done == 2 and list(log["step"]) == [1, 2]
+    # Some group had reward spread, so advantages were non-zero ...
+    assert (log["trl/frac_reward_zero_std"] < 1.0).any(), log.filter(like="reward").T
+    assert (log["trl/reward_std"] > 0).any()
+    # ... and the update moved the weights.
+    assert first.max_param_change is not None and first.max_param_change > 0
+    # Real compilation happened and was timed; nothing could run without a GPU.
+    assert (log["cpu_compile_s"] > 0).all() and (log["correct_rate"] == 0).all()
+    assert log["r_comp"].le(0).all() and log["r_str_paid"].eq(1.0).all()
+
+
+def test_smoke_step_log_has_every_promised_column(smoke):
+    first, _ = smoke
+    want = {"r_comp", "r_corr", "r_speed", "r_cv", "r_ver", "r_str", "compile_rate", "correct_rate",
+            "geomean_speedup", "mean_first_correct_turn", "t_generation", "t_compile", "t_execution",
+            "t_update", "cache_hit_rate", "trl/loss", "trl/rewards/R_ver/mean", "trl/rewards/R_str/mean"}
+    assert want <= set(first.log.columns)
+    assert (first.run_dir / "steps.parquet").is_file()
+    assert (first.log["t_generation"] > 0).all()
+
+
+def test_smoke_run_resumes_and_stops_on_its_time_budget_without_duplicate_steps(smoke):
+    first, again = smoke
+    assert again.resumed_from is not None and again.resumed_from.endswith("checkpoint-2")
+    assert again.steps_done == 3 and again.stopped_by_budget
+    assert list(again.log["step"]) == [1, 2, 3]
+    # Same starting policy (saved once), not a second warm start.
+    assert again.start_policy == first.start_policy
+    assert (again.output_dir / "checkpoint-3" / "steps.parquet").is_file()
+
+
+def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
+    model, tok, tasks = tiny
+    s = grpo.GRPOSettings.for_profile("smoke", ablation="ver_only", beta=0.0)
+    trainer, ro = grpo.build_trainer(model, tok, tasks[:2], s, get_profile("smoke"), tmp_path,
+                                     structural=None, harness=ScriptedHarness())
+    assert [f.__name__ for f in trainer.reward_funcs] == ["R_ver"]
+    assert trainer.args.num_generations == s.group_size and trainer.args.loss_type == s.loss_type
+    assert trainer.rollout_func is ro and ro.structural is None
+
+
+def test_step_row_splits_the_step_time():
+    from cudaperf.rollout import StepStats
+
+    st = StepStats(rows=4, generation_s=2.0, eval_wall_s=3.0, compile_s=6.0, execution_s=3.0,
+                   speedups=[2.0, 8.0], components={"r_ver": -1.0})
+    row = grpo.step_row(7, st, 10.0, {"loss": 0.5, "note": "x"})
+    assert row["t_compile"] == pytest.approx(2.0) and row["t_execution"] == pytest.approx(1.0)
+    assert row["t_update"] == pytest.approx(5.0)
+    assert row["geomean_speedup"] == pytest.approx(4.0)
+    assert row["trl/loss"] == 0.5 and "trl/note" not in row
