@@ -26,12 +26,13 @@ SM_COUNT = ("    int dev_ = 0, sms_ = 132;\n    cudaGetDevice(&dev_);\n"
             "    cudaDeviceGetAttribute(&sms_, cudaDevAttrMultiProcessorCount, dev_);\n")
 
 
-def P(name: str, ctype: str, role: str, shape: str | None = None, init: str | None = None) -> dict:
+def P(name: str, ctype: str, role: str, shape: str | None = None, init: str | None = None,
+      value=None) -> dict:
+    """One signature entry of the task contract (keys left out where None); shared by all kits."""
     d = {"name": name, "ctype": ctype, "role": role}
-    if shape is not None:
-        d["shape"] = shape
-    if init is not None:
-        d["init"] = init
+    for k, v in (("shape", shape), ("init", init), ("value", value)):
+        if v is not None:
+            d[k] = v
     return d
 
 

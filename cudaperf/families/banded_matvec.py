@@ -22,12 +22,7 @@ _GB = {"gb_1_2": (1, 2), "gb_3_3": (3, 3), "gb_8_8": (8, 8), "gb_16_4": (16, 4)}
 _DIA_OFF = (-64, -8, -1, 0, 1, 8, 64)
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _storage(st, T, cyclic):

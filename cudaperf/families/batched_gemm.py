@@ -19,12 +19,7 @@ _DIMS = [(2, 2, 2), (3, 3, 3), (4, 4, 4), (8, 8, 8), (16, 16, 16), (32, 32, 32),
 _LAYOUTS = ("nn", "nt", "tn", "shared_b", "axpby")
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, dims, layout, style):

@@ -25,12 +25,7 @@ _STYLES = {  # entry stem, A, B, C, M, N, K, i, j, p
 _PERF = {"square": (1024, 1024, 320), "tall": (4096, 256, 320), "wide": (256, 4096, 320)}
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, trans, form, order, ld, shape):

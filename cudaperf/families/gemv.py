@@ -26,12 +26,7 @@ _STYLES = {
 _PERF = {"square": (8192, 8192), "tall": (65536, 1024), "wide": (1024, 65536)}
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, layout, trans, form, ld, inc, shape):

@@ -19,12 +19,7 @@ CATEGORY = "finance"
 _HDR = "#include <cuda_runtime.h>\n#include <math.h>\n"
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, N, contract, lattice):

@@ -26,12 +26,7 @@ _PERF = {"square": (6144, 6144), "tall": (1 << 20, 64), "wide": (64, 1 << 20)}
 _OPS = ("ger", "outer", "scaled_outer", "rank2", "outer_diff", "schur")
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, op, layout, ld, inc, shape):

@@ -20,12 +20,7 @@ _INIT = {"int": "randint(-1000000, 1000000)", "float": "uniform(-100, 100)", "do
 _TAG = {"int": "i32", "float": "f32", "double": "f64"}
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _bitonic(T, S, asc):

@@ -29,12 +29,7 @@ _STYLES = {  # rowptr, colidx, values, x, y, rows, cols, nnz, i, k
 _FORMS = ("plain", "axpby", "accum", "residual", "jacobi", "pattern")
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(T, form, IT, style, ACC, dens):

@@ -21,12 +21,7 @@ CATEGORY = "sparse"
 _HDR = "#include <cuda_runtime.h>\n"
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _task(fmt, T, form, W, pad):

@@ -23,12 +23,7 @@ _INIT = {"float": "uniform(-1, 1)", "double": "uniform(-1, 1)", "int": "randint(
 _TAG = {"float": "f32", "double": "f64", "int": "i32", "short": "i16", "unsigned char": "u8"}
 
 
-def _p(name, ctype, role, shape=None, init=None, value=None):
-    d = {"name": name, "ctype": ctype, "role": role}
-    for k, v in (("shape", shape), ("init", init), ("value", value)):
-        if v is not None:
-            d[k] = v
-    return d
+from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
 
 
 def _prod(names):
