@@ -124,6 +124,20 @@ def get_profile(name: str = "smoke", **overrides: Any) -> Profile:
     return prof
 
 
+def settings_for_profile(table: dict[str, Any], name: str, overrides: dict[str, Any]) -> Any:
+    """A stage's settings dataclass for profile `name` from its per-profile `table`, with flat
+    keyword overrides; unknown profiles and settings raise ConfigError listing what is allowed.
+    (Stage settings such as PolicyConfig and GRPOSettings live beside their code.)"""
+    if name not in table:
+        raise ConfigError(f"unknown profile {name!r}; choose one of {sorted(table)}")
+    base = table[name]
+    known = {f.name for f in fields(base)}
+    bad = sorted(set(overrides) - known)
+    if bad:
+        raise ConfigError(f"unknown {type(base).__name__} setting(s) {bad}; known: {sorted(known)}")
+    return replace(base, **overrides)
+
+
 def _set(obj: Any, path: list[str], value: Any, full: str) -> Any:
     names = {f.name: f for f in fields(obj)}
     head = path[0]
@@ -177,5 +191,5 @@ def default_profile() -> str:
     return "mini" if gpu_available() else "smoke"
 
 
-__all__ = ["ConfigError", "DataConfig", "HarnessConfig", "PROFILE_NAMES", "Profile",
+__all__ = ["ConfigError", "settings_for_profile", "DataConfig", "HarnessConfig", "PROFILE_NAMES", "Profile",
            "RewardConfig", "default_profile", "describe", "get_profile"]

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
+from cudaperf.config import settings_for_profile
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
 from cudaperf.tasks import Task
 
@@ -89,13 +90,7 @@ class GRPOSettings:
 
     @classmethod
     def for_profile(cls, name: str, **overrides: Any) -> "GRPOSettings":
-        if name not in _PROFILES:
-            raise ValueError(f"unknown profile {name!r}; choose one of {sorted(_PROFILES)}")
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(overrides) - known)
-        if bad:
-            raise ValueError(f"unknown GRPOSettings setting(s) {bad}; known: {sorted(known)}")
-        s = replace(_PROFILES[name], **overrides)
+        s = settings_for_profile(_PROFILES, name, overrides)
         s.validate()
         return s
 

@@ -107,13 +107,9 @@ class PolicyConfig:
     @classmethod
     def for_profile(cls, name: str, **overrides: Any) -> "PolicyConfig":
         """Settings of profile `name` (smoke | mini | paper) with keyword overrides."""
-        if name not in _POLICY_PROFILES:
-            raise ValueError(f"unknown profile {name!r}; choose one of {sorted(_POLICY_PROFILES)}")
-        known = {f.name for f in fields(cls)}
-        bad = sorted(set(overrides) - known)
-        if bad:
-            raise ValueError(f"unknown PolicyConfig setting(s) {bad}; known: {sorted(known)}")
-        return replace(_POLICY_PROFILES[name], **overrides)
+        from cudaperf.config import settings_for_profile
+
+        return settings_for_profile(_POLICY_PROFILES, name, overrides)
 
 
 _POLICY_PROFILES = {
