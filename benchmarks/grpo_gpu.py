@@ -44,15 +44,9 @@ def _log(msg: str) -> None:
 
 
 def _tasks():
-    from cudaperf.config import get_profile
-    from cudaperf.tasks import load_tasks
+    from cudaperf.families import committed_or_built
 
-    path = ROOT / get_profile("mini").data.tasks_path
-    if path.exists():
-        return load_tasks(path)
-    from cudaperf.families import build_dataset
-
-    return build_dataset()
+    return committed_or_built()
 
 
 def _ranker(arg: str) -> str:

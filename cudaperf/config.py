@@ -9,6 +9,7 @@ unknown profile names and unknown override keys raise `ConfigError` listing what
 """
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
@@ -20,8 +21,10 @@ class ConfigError(ValueError):
 
 
 def _f(default: Any, help: str) -> Any:  # noqa: A002 - mirrors TRL's `help` metadata
+    """A dataclass field with a help string; mutable defaults are deep-copied per instance.
+    Shared by every settings dataclass (config, policy, grpo)."""
     if isinstance(default, (list, dict, set)):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help})
+        return field(default_factory=lambda: copy.deepcopy(default), metadata={"help": help})
     return field(default=default, metadata={"help": help})
 
 

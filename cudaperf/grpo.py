@@ -35,19 +35,17 @@ import json
 import math
 import shutil
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Sequence
 
-from cudaperf.config import settings_for_profile
+from cudaperf.config import _f, settings_for_profile
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
 from cudaperf.tasks import Task
 
 ABLATIONS = ("both", "ver_only", "str_only")
 
 
-def _f(default: Any, help: str) -> Any:  # noqa: A002 - TRL's `help` metadata habit
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ import copy
 import math
 import random
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -68,10 +68,7 @@ LORA_DEFAULTS = {"r": 16, "alpha": 32, "dropout": 0.05,
                                     "down_proj"]}
 
 
-def _f(default: Any, help: str) -> Any:  # noqa: A002 - TRL's `help` metadata habit
-    if isinstance(default, (list, dict)):
-        return field(default_factory=lambda: copy.deepcopy(default), metadata={"help": help})
-    return field(default=default, metadata={"help": help})
+from cudaperf.config import _f  # noqa: E402 - the shared help-string field helper
 
 
 @dataclass(frozen=True)

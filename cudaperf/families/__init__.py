@@ -307,3 +307,17 @@ def write_stats(stats: dict[str, Any], path: str | Path) -> Path:
     if not (path.exists() and path.read_text() == text):
         path.write_text(text)
     return path
+
+
+def committed_or_built(path: str | Path | None = None) -> list[Task]:
+    """The committed dataset file (default: the profiles' `data.tasks_path` under the repo) if it
+    exists, else a fresh build -- the same tasks, since the build is deterministic."""
+    if path is None:
+        from cudaperf.config import DataConfig
+
+        path = Path(__file__).resolve().parents[2] / DataConfig().tasks_path
+    if Path(path).exists():
+        from cudaperf.tasks import load_tasks
+
+        return load_tasks(path)
+    return build_dataset()
