@@ -1,7 +1,15 @@
-"""Evaluate every dev-task variant once and print each record's outcome (diagnostics)."""
+"""Evaluate every dev-task variant and print each record's outcome and where its time went.
+
+    python benchmarks/diag_dev.py [--workers-per-gpu N] [--profile mini]
+
+Diagnostics, not a test: one line per variant (status, speedup, CV, flags) and its harness stage
+timings in seconds (slot_wait, clean_baseline, runner_start, check, time, recheck, total).
+"""
+import argparse
 import json
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -9,11 +17,23 @@ from cudaperf.config import get_profile  # noqa: E402
 from cudaperf.devtasks import dev_tasks  # noqa: E402
 from cudaperf.harness import Harness  # noqa: E402
 
-h = Harness(get_profile("mini", **{"harness.cache_dir": tempfile.mkdtemp()}).harness, use_store=False)
+ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+ap.add_argument("--workers-per-gpu", type=int, default=4)
+ap.add_argument("--profile", default="mini")
+a = ap.parse_args()
+h = Harness(get_profile(a.profile, **{"harness.cache_dir": tempfile.mkdtemp()}).harness, use_store=False,
+            workers_per_gpu=a.workers_per_gpu)
+t0 = time.perf_counter()
+h.prepare(dev_tasks())
+print(f"prepare {time.perf_counter() - t0:.1f}s")
 items = [(t, v.source) for t in dev_tasks() for v in t.variants]
 names = [f"{t.task_id}:{v.name}" for t in dev_tasks() for v in t.variants]
-for n, r in zip(names, h.evaluate_many(items)):
+t0 = time.perf_counter()
+res = h.evaluate_many(items)
+print(f"evaluate {len(items)} in {time.perf_counter() - t0:.1f}s (workers per GPU {a.workers_per_gpu})")
+for n, r in zip(names, res):
     print(n, r.status, r.message, r.runtime_ms, r.baseline_ms, r.speedup, r.cv, r.flags)
+    print("    timings", json.dumps(r.timings))
     if r.failures:
         print("   ", json.dumps(r.failures[0], default=str)[:600])
 h.close()

@@ -22,7 +22,7 @@ families; `--eval-tasks K` = a family-stratified slice) from the SFT start and f
 row per policy (pass@1, pass@5, geometric-mean speedup, fast_p; cudaperf.policy.eval_summary) to
 data/grpo/<run>/eval.parquet (+ eval_samples.parquet). Nothing is written for a stage that did not finish.
 
-GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_session2.sh does):
+GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_harness_evidence.sh does):
 trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent), tree-sitter + tree-sitter-cuda (static
 features for R_str and the harness), lightgbm only when the ranker is a LightGBM one. No weights are
 downloaded.

@@ -22,7 +22,7 @@ samples do not fit one call (sampling ~4 min for L, ~2,500 compiles ~4 min, refe
 them with `--shard 0/3`, `--shard 1/3`, `--shard 2/3`; eval.parquet is assembled when all shards
 exist, and eval_summary.json always states how many shards it covers.
 
-GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_session2.sh
+GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_harness_evidence.sh
 does): trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent) for `train`;
 tree-sitter + tree-sitter-cuda for the harness's features. `eval` needs no trl.
 """

@@ -94,10 +94,10 @@ def chunks(work: list[tuple[Task, list[str]]], max_variants: int) -> list[list[t
 def prepare_failure_rows(task: Task, variants: list[str], error: str, gpu: str | None,
                          toolchain: str | None) -> list[dict[str, Any]]:
     """Rows for a task the harness could not prepare (naive does not build, reference fails)."""
-    return [{"task_id": task.task_id, "family": task.family, "variant": v, "status": "crashed",
-             "correct": False, "pass_rate": None, "runtime_ms": None, "cv": None, "baseline_ms": None,
-             "speedup": None, "gpu": gpu, "toolchain": toolchain, "flags": ["task:prepare_failed"],
-             "message": f"task preparation failed: {error}"[:2000], "measured_at": M.now_utc()} for v in variants]
+    return [{**dict.fromkeys(M.COLUMNS), "task_id": task.task_id, "family": task.family, "variant": v,
+             "status": "crashed", "correct": False, "gpu": gpu, "toolchain": toolchain,
+             "flags": ["task:prepare_failed"], "message": f"task preparation failed: {error}"[:2000],
+             "measured_at": M.now_utc()} for v in variants]
 
 
 def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
@@ -152,6 +152,15 @@ def failure_reasons(table: pd.DataFrame) -> dict[str, int]:
     return dict(c.most_common())
 
 
+def stage_seconds(table: pd.DataFrame) -> dict[str, float]:
+    """Median seconds per harness stage over the rows that recorded timings (where time goes)."""
+    per: dict[str, list[float]] = collections.defaultdict(list)
+    for t in table["timings"].dropna():
+        for k, v in json.loads(t).items():
+            per[k].append(float(v))
+    return {k: round(float(pd.Series(v).median()), 3) for k, v in sorted(per.items())}
+
+
 def summary_lines(table: pd.DataFrame) -> list[str]:
     s = M.summarize(table)
     frac = s["naive_ge_min_fraction"]
@@ -161,6 +170,7 @@ def summary_lines(table: pd.DataFrame) -> list[str]:
         f"naive >= {s['min_naive_ms'] * 1000:.0f} us at the perf size: "
         + (f"{frac:.1%} of {s['naive_tasks_timed']} timed naive variants" if frac is not None else "no naive timed"),
         f"best-variant speedup over naive, geometric mean: {s['best_speedup_geomean']}",
+        f"median seconds per harness stage: {stage_seconds(table)}",
     ]
 
 

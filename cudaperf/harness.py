@@ -415,10 +415,14 @@ class Harness:
         gpuworker._open_path(Path(so_path))
         gpuworker._open_path(Path(base_so))
         res.timings["prepare"] = round(time.perf_counter() - t, 4)
+        t = time.perf_counter()
         slot = self._slots.get()  # bounds concurrent runners to workers_per_gpu per GPU
+        res.timings["slot_wait"] = round(time.perf_counter() - t, 4)
         gpu = self._pick_gpu()
         try:
+            t = time.perf_counter()
             clean = self._clean_baseline(task, gpu, slot, shim, base_so)
+            res.timings["clean_baseline"] = round(time.perf_counter() - t, 4)
             runner = None
             try:
                 with self._runner(gpu, slot) as (runner, scratch):

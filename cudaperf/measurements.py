@@ -44,11 +44,15 @@ SCHEMA = pa.schema([
     ("runtime_ms", pa.float64()),     # median of the timed repetitions, perf test
     ("cv", pa.float64()),
     ("baseline_ms", pa.float64()),    # the task's naive variant, same runner, interleaved
+    ("baseline_cv", pa.float64()),
+    ("baseline_clean_ms", pa.float64()),  # the naive variant alone in a runner of its own
     ("speedup", pa.float64()),        # baseline_ms / runtime_ms
     ("gpu", pa.string()),
     ("toolchain", pa.string()),
     ("flags", pa.list_(pa.string())),
     ("message", pa.string()),
+    ("resources", pa.string()),       # JSON: ptxas report per kernel (registers, smem, spills, ...)
+    ("timings", pa.string()),         # JSON: harness seconds per stage (compile, check, time, ...)
     ("measured_at", pa.string()),     # ISO 8601, UTC
 ])
 COLUMNS = tuple(SCHEMA.names)
@@ -72,8 +76,12 @@ def row_from_result(task: Task, variant: str, res: EvalResult, measured_at: str 
         "task_id": task.task_id, "family": task.family, "variant": variant,
         "status": res.status, "correct": res.correct, "pass_rate": res.pass_rate,
         "runtime_ms": res.runtime_ms, "cv": res.cv, "baseline_ms": res.baseline_ms,
+        "baseline_cv": res.baseline_cv, "baseline_clean_ms": res.baseline_clean_ms,
         "speedup": res.speedup, "gpu": res.gpu, "toolchain": (res.versions or {}).get("toolchain"),
-        "flags": list(res.flags), "message": res.message, "measured_at": measured_at or now_utc(),
+        "flags": list(res.flags), "message": res.message,
+        "resources": json.dumps(res.resources, sort_keys=True) if res.resources else None,
+        "timings": json.dumps(res.timings, sort_keys=True) if res.timings else None,
+        "measured_at": measured_at or now_utc(),
     }
 
 

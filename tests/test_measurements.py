@@ -231,3 +231,38 @@ def test_time_budget_stops_between_chunks_and_the_rest_resumes(tmp_path):
     assert len(table) == 6 and out.exists()
     rest = V.pending(tasks, V.done_pairs(V.existing_table(tmp_path, "gpu")))
     assert [t.task_id for t, _ in rest] == [t.task_id for t in tasks[2:]]
+
+
+def test_resources_timings_and_baseline_fields_round_trip(tmp_path):
+    import json
+
+    t = dev_tasks()[0]
+    r = _res(t)
+    r.resources = {"saxpy_kernel": {"registers": 16, "smem_static": 0, "spill_stores": 0}}
+    r.timings = {"compile": 1.5, "check": 0.25}
+    r.baseline_cv, r.baseline_clean_ms = 0.02, 1.9
+    df = M.load_measurements(M.save_measurements([M.row_from_result(t, "naive", r)], tmp_path / "m.parquet"))
+    assert json.loads(df.loc[0, "resources"])["saxpy_kernel"]["registers"] == 16
+    assert json.loads(df.loc[0, "timings"]) == {"check": 0.25, "compile": 1.5}
+    assert df.loc[0, "baseline_cv"] == 0.02 and df.loc[0, "baseline_clean_ms"] == 1.9
+    empty = M.row_from_result(t, "naive", _res(t))
+    assert empty["resources"] is None and empty["timings"] is None, "nothing invented for missing fields"
+
+
+def test_verify_script_failure_rows_and_stage_medians():
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location(
+        "verify_dataset", Path(__file__).resolve().parents[1] / "benchmarks" / "verify_dataset.py")
+    vd = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vd)
+    t = dev_tasks()[0]
+    rows = vd.prepare_failure_rows(t, [v.name for v in t.variants], "reference crashed", "NVIDIA H200", "nvcc 13.0")
+    df = M.to_table(rows)
+    assert set(df["status"]) == {"crashed"} and df["runtime_ms"].isna().all()
+    timed = [M.row_from_result(t, v.name, _res(t)) for v in t.variants]
+    for i, row in enumerate(timed):
+        row["timings"] = json.dumps({"check": float(i), "time": 2.0})
+    assert vd.stage_seconds(M.to_table(timed)) == {"check": 1.0, "time": 2.0}

@@ -1,7 +1,7 @@
 // attack: when called back-to-back (the timing loop) it returns at once and a detached thread launches the work after the harness' sync; isolated calls (checks, recheck) are honest
 // task: dev/saxpy_f32
 // expect: correct
-// expect-flags: hack:faster_than_roofline,suspicious:threads
+// expect-flags: hack:disallowed_host_code,suspicious:threads
 #include <cuda_runtime.h>
 #include <pthread.h>
 #include <time.h>
