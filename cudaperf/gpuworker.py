@@ -20,7 +20,6 @@ import select
 import shutil
 import signal
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,9 +40,6 @@ _SCALAR_CODES = {
     "int64": ("i64", "long long"), "uint64": ("u64", "unsigned long long"),
     "bool": ("b", "_Bool"),
 }
-
-_build_lock = threading.Lock()
-
 
 class RunnerDied(RuntimeError):
     """The runner process died, hung, or exceeded a limit; `reason` is a short machine tag."""
@@ -73,22 +69,8 @@ def build_runner(cache_dir: str | Path) -> Path:
 
 
 def _cached_build(out: Path, command, what: str, timeout: int, source: str | None = None) -> Path:
-    """Build a trusted artefact once: `command(tmp_path)` writes it, then it is renamed into place
-    (atomic, so concurrent harnesses never load half a file) and opened up for the runner uid."""
-    with _build_lock:
-        if out.exists():
-            return out
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if source is not None:
-            out.with_suffix(".c").write_text(source)
-        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
-        r = subprocess.run(command(tmp), capture_output=True, text=True, timeout=timeout)
-        if r.returncode != 0:
-            raise RuntimeError(f"building {what} failed:\n{r.stderr[-4000:]}")
-        os.chmod(tmp, 0o755)
-        tmp.rename(out)
-        _open_path(out)
-    return out
+    """`sandbox.cached_build`, then opened up for the runner uid (dirs a+x, file a+r)."""
+    return sandbox.cached_build(out, command, what, timeout, source=source, open_up=_open_path)
 
 
 def shim_signature(task: Task) -> str:
@@ -201,27 +183,23 @@ class Runner:
                              nproc=limits.nproc)
         # No RLIMIT_AS: CUDA reserves far more virtual memory than it uses; a resident-memory
         # watchdog (request()) bounds memory instead. The runner drops privileges itself.
-        pre = sandbox.preexec(lim, drop_to_uid=None)
         self.stdout_path = scratch / "stdout.txt"
         self.stderr_path = scratch / "stderr.txt"
-        argv = [str(binary)] + (["--uid", str(uid)] if uid is not None else [])
+        cmd = [str(binary)] + (["--uid", str(uid)] if uid is not None else [])
 
-        # Move the pipe ends above the protocol numbers first so dup2 cannot clobber one with
-        # the other; subprocess closes every fd not in pass_fds after preexec_fn, so 3 and 4
-        # are listed there too.
+        # Move the pipe ends above the protocol numbers first so that the launcher's dup2 onto
+        # 3 and 4 cannot clobber one with the other.
+        spare = []
         hi_r, hi_w = os.dup(cmd_r), os.dup(rep_w)
         while hi_r <= 4 or hi_w <= 4:
+            spare += [hi_r, hi_w]
             hi_r, hi_w = os.dup(hi_r), os.dup(hi_w)
-
-        def child_setup():
-            pre()
-            os.dup2(hi_r, 3)
-            os.dup2(hi_w, 4)
-
+        for fd in spare:
+            os.close(fd)
+        argv = sandbox.launch_argv(cmd, lim, dups=((hi_r, 3), (hi_w, 4)))
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=so, stderr=se,
-                                         cwd=scratch, env=env, preexec_fn=child_setup,
-                                         pass_fds=(3, 4, hi_r, hi_w), close_fds=True)
+                                         cwd=scratch, env=env, pass_fds=(hi_r, hi_w), close_fds=True)
         for fd in (cmd_r, rep_w, hi_r, hi_w):
             os.close(fd)
         self._cmd = os.fdopen(cmd_w, "w", buffering=1)

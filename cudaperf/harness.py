@@ -100,6 +100,21 @@ class _GpuLock:
         self._writer = False
         self._waiting_writers = 0
 
+    FLOCK_TIMEOUT_S = 300.0
+
+    def _flock(self, fh, kind: int) -> None:  # noqa: ANN001
+        """flock with a deadline: a process elsewhere that never lets go must fail one candidate
+        with an error, not hang every worker of this harness."""
+        deadline = time.monotonic() + self.FLOCK_TIMEOUT_S
+        while True:
+            try:
+                fcntl.flock(fh, kind | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"GPU lock {self.path} not granted within {self.FLOCK_TIMEOUT_S:.0f} s") from None
+                time.sleep(0.002)
+
     @contextlib.contextmanager
     def shared(self):
         with self._cv:
@@ -108,7 +123,7 @@ class _GpuLock:
             self._readers += 1
         try:
             with open(self.path, "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_SH)
+                self._flock(fh, fcntl.LOCK_SH)
                 yield
         finally:
             with self._cv:
@@ -125,7 +140,7 @@ class _GpuLock:
             self._writer = True
         try:
             with open(self.path, "a+") as fh:
-                fcntl.flock(fh, fcntl.LOCK_EX)
+                self._flock(fh, fcntl.LOCK_EX)
                 yield
         finally:
             with self._cv:

@@ -41,8 +41,8 @@ import ctypes
 import ctypes.util
 import fcntl
 import glob
+import hashlib
 import os
-import resource
 import secrets
 import shutil
 import signal
@@ -177,42 +177,71 @@ class RunOutcome:
         return f"exit code {self.returncode}"
 
 
-_CLONE_NEWNET = 0x40000000
 
 
-def preexec(limits: Limits, *, drop_to_uid: int | None, isolate_net: bool = False) -> Callable[[], None]:
-    """A `preexec_fn`: new session, rlimits, optional network namespace, optional uid drop.
+LAUNCHER_SRC = Path(__file__).with_name("runner") / "sbxexec.c"
+_build_lock = threading.Lock()
 
-    Runs in the forked child before exec, so it only makes system calls. The uid drop happens
-    only when running as root (otherwise setuid would fail and the child should not start).
+
+def cached_build(out: Path, command: Callable[[Path], list[str]], what: str, timeout: int,
+                 source: str | None = None, open_up: Callable[[Path], None] | None = None) -> Path:
+    """Build a trusted artefact once: `command(tmp_path)` writes it, then it is renamed into place
+    (atomic, so concurrent builders never load half a file); `open_up(out)` runs after."""
+    with _build_lock:
+        if out.exists():
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        if source is not None:
+            out.with_suffix(".c").write_text(source)
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        r = subprocess.run(command(tmp), capture_output=True, text=True, timeout=timeout)
+        if r.returncode != 0:
+            raise RuntimeError(f"building {what} failed:\n{r.stderr[-4000:]}")
+        os.chmod(tmp, 0o755)
+        tmp.rename(out)
+        if open_up is not None:
+            open_up(out)
+    return out
+
+
+def launcher() -> Path:
+    """The C launcher (runner/sbxexec.c), built once per source into a private per-user dir.
+
+    Why a launcher: the harness is multi-threaded, and Python code run between fork and exec (a
+    preexec_fn, os.fork) can deadlock on a lock another thread held, leaving a child that never
+    execs and still holds copies of our descriptors (the GPU timing lock among them). Spawning
+    the launcher needs no Python in the child; it applies session, namespace, limits and uid in C.
     """
+    digest = hashlib.sha256(LAUNCHER_SRC.read_bytes()).hexdigest()[:16]
+    base = Path(os.environ.get("CUDAPERF_LAUNCHER_DIR") or Path(tempfile.gettempdir()) / f"cudaperf-sbx-{os.geteuid()}")
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = base.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise RuntimeError(f"{base} is not a private directory of this user: refusing to run a launcher from it")
+    return cached_build(base / digest / "sbxexec",
+                        lambda tmp: ["gcc", "-O2", "-o", str(tmp), str(LAUNCHER_SRC)], "the sandbox launcher", 120)
+
+
+def launch_argv(cmd: Sequence[str], limits: Limits, *, drop_to_uid: int | None = None, isolate_net: bool = False,
+                dups: Sequence[tuple[int, int]] = ()) -> list[str]:
+    """argv that runs `cmd` through the launcher: new session, optional network namespace,
+    rlimits, descriptor moves (from, to), then the uid drop (root only), then exec."""
     is_root = os.geteuid() == 0
-    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True) if isolate_net else None
-
-    def _set(kind: int, value: float | int | None, hard_extra: int = 0) -> None:
-        if value is None:
-            return
-        v = int(value)
-        resource.setrlimit(kind, (v, v + hard_extra))
-
-    def fn() -> None:
-        os.setsid()
-        if isolate_net and is_root and libc is not None:
-            if libc.unshare(_CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET) failed")
-        # soft CPU limit sends SIGXCPU; the hard one a second later is SIGKILL
-        _set(resource.RLIMIT_CPU, None if limits.cpu_s is None else max(1, int(limits.cpu_s + 0.999)), 1)
-        _set(resource.RLIMIT_AS, limits.mem_bytes)
-        _set(resource.RLIMIT_FSIZE, limits.fsize_bytes)
-        _set(resource.RLIMIT_NOFILE, limits.nofile)
-        _set(resource.RLIMIT_CORE, limits.core)
-        _set(resource.RLIMIT_NPROC, limits.nproc)
-        if drop_to_uid is not None and is_root:
-            os.setgroups([])
-            os.setgid(drop_to_uid)
-            os.setuid(drop_to_uid)
-
-    return fn
+    argv = [str(launcher()), "--setsid"]
+    if isolate_net and is_root:
+        argv.append("--netns")
+    # soft CPU limit sends SIGXCPU; the hard one a second later is SIGKILL
+    cpu = None if limits.cpu_s is None else max(1, int(limits.cpu_s + 0.999))
+    for name, value, hard_extra in (("cpu", cpu, 1), ("as", limits.mem_bytes, 0), ("fsize", limits.fsize_bytes, 0),
+                                    ("nofile", limits.nofile, 0), ("core", limits.core, 0),
+                                    ("nproc", limits.nproc, 0)):
+        if value is not None:
+            argv += ["--rlimit", f"{name}={int(value)}:{int(value) + hard_extra}"]
+    for src, dst in dups:
+        argv += ["--dup", f"{int(src)}:{int(dst)}"]
+    if drop_to_uid is not None and is_root:
+        argv += ["--uid", str(int(drop_to_uid))]
+    return argv + ["--", *cmd]
 
 
 # --------------------------------------------------------------------------- process table
@@ -312,27 +341,19 @@ def _reap_children(pids: Sequence[int], deadline_s: float = 2.0) -> None:
 
 
 def kill_uid(uid: int) -> None:
-    """SIGKILL every process owned by `uid` (a child setuid()s to it and kills -1).
+    """SIGKILL every process owned by `uid` (the launcher setuid()s to it and kills -1).
 
     kill(-1) walks the task list under a lock that fork also needs, so a fork bomb cannot
     add members while it runs. No-op unless running as root, and refused for uid 0.
     """
     if os.geteuid() != 0 or uid is None or uid <= 0:
         return
-    # A forked child rather than a new interpreter: the dropped uid may not be able to reach
-    # the Python executable at all (e.g. an interpreter under a 0700 /root).
-    pid = os.fork()
-    if pid == 0:  # child: only system calls, then _exit
-        try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        except BaseException:
-            pass
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+    # The launcher, not os.fork(): no Python runs in a child of this multi-threaded process.
+    try:
+        subprocess.run([str(launcher()), "--kill-uid", str(int(uid))], stdin=subprocess.DEVNULL,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True, timeout=30)
+    except subprocess.TimeoutExpired:  # never block the caller; the sweep that follows retries
+        print(f"cudaperf.sandbox: kill_uid({uid}) did not finish in 30 s", file=sys.stderr)
 
 
 def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
@@ -510,8 +531,10 @@ def run_limited(cmd: list[str], *, cwd: str | Path, timeout_s: float, limits: Li
     t0 = time.monotonic()
     timed_out = False
     try:
-        proc = subprocess.Popen(cmd, cwd=str(cwd), env=env, stdin=stdin, stdout=out_f, stderr=err_f,
-                                preexec_fn=preexec(limits, drop_to_uid=uid, isolate_net=isolate_net),
+        if shutil.which(cmd[0], path=env.get("PATH")) is None:  # as Popen would have said
+            raise FileNotFoundError(f"{cmd[0]}: not found on the sandbox PATH")
+        argv = launch_argv(cmd, limits, drop_to_uid=uid, isolate_net=isolate_net)
+        proc = subprocess.Popen(argv, cwd=str(cwd), env=env, stdin=stdin, stdout=out_f, stderr=err_f,
                                 close_fds=True, pass_fds=tuple(pass_fds), restore_signals=True)
     except BaseException:
         out_f.close()
