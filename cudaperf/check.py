@@ -87,8 +87,15 @@ class CheckOutcome:
         return "; ".join(parts)
 
 
+CHUNK = 1 << 20  # elements per pass: temporaries stay in cache, memory stays flat
+
+
 def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any) -> CheckOutcome:
-    """Check `out` (the candidate's, in `dtype`) against `ref` (possibly float64) -- see module doc."""
+    """Check `out` (the candidate's, in `dtype`) against `ref` (possibly float64) -- see module doc.
+
+    Works in chunks of `CHUNK` elements (outputs reach hundreds of MB at the perf sizes); the
+    result is the same as one pass over the whole arrays.
+    """
     dt = np.dtype(dtype)
     out = np.asarray(out).reshape(-1)
     ref = np.asarray(ref).reshape(-1)
@@ -96,41 +103,78 @@ def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any) -> Check
     if out.size != ref.size:
         return CheckOutcome(False, float("inf"), float("inf"), float("inf"), max(out.size, ref.size),
                             0, int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0, unwritten)
+    n = out.size
+    n_bad, first, max_abs, max_rel, ss_d, ss_r = 0, None, 0.0, 0.0, 0.0, 0.0
     if dt.kind != "f":
-        o = out.astype(dt)
-        r = ref.astype(dt)
-        bad = o != r
-        diff = np.abs(o.astype(np.float64) - r.astype(np.float64))
-        n_bad = int(np.count_nonzero(bad))
-        max_abs = float(diff.max()) if diff.size else 0.0
-        denom = np.maximum(np.abs(r.astype(np.float64)), 1.0)
-        max_rel = float((diff / denom).max()) if diff.size else 0.0
-        rn = float(np.linalg.norm(r.astype(np.float64)))
-        l2 = float(np.linalg.norm(diff)) / rn if rn > 0 else (0.0 if n_bad == 0 else float("inf"))
-        return CheckOutcome(n_bad == 0, max_abs, max_rel, l2, n_bad, int(np.argmax(bad)) if n_bad else None, 0,
-                            unwritten)
-    o = out.astype(np.float64)
-    r = ref.astype(np.float64)
-    n_nan = int(np.count_nonzero(np.isnan(o)))
-    fin_r = np.isfinite(r)
-    fin_o = np.isfinite(o)
-    both = fin_r & fin_o
-    # non-finite reference: the output must be the same NaN/inf
-    bad = (fin_r & ~fin_o) | (~fin_r & ~((np.isnan(r) & np.isnan(o)) | (r == o)))
-    rf = np.where(fin_r, r, 0.0)
-    scale = max(float(np.max(np.abs(rf))) if rf.size else 0.0, float(np.finfo(dt).tiny))
-    d = np.where(both, np.abs(o - rf), 0.0)
-    with np.errstate(invalid="ignore", over="ignore"):
-        bad |= both & (d > tol.get("atol", 0.0) * scale + tol.get("rtol", 0.0) * np.abs(rf))
-    any_nonfinite_bad = bool(np.any(bad & ~both))
-    max_abs = float("inf") if any_nonfinite_bad else (float(d.max()) if d.size else 0.0)
-    rel_den = np.maximum(np.abs(rf), 1e-6 * scale)  # relative to the element, floored by the magnitude
-    max_rel = float("inf") if any_nonfinite_bad else (float((d / rel_den).max()) if d.size else 0.0)
-    rn = float(np.linalg.norm(rf[both])) if both.any() else 0.0
-    dn = float(np.linalg.norm(d))
-    l2 = float("inf") if any_nonfinite_bad else (dn / rn if rn > 0 else (0.0 if dn == 0 else float("inf")))
+        # Exact match required; error sizes are only needed (second pass) when something differs.
+        for i in range(0, n, CHUNK):
+            bad = out[i:i + CHUNK].astype(dt, copy=False) != ref[i:i + CHUNK].astype(dt, copy=False)
+            nb = int(np.count_nonzero(bad))
+            if nb and first is None:
+                first = i + int(np.argmax(bad))
+            n_bad += nb
+        if n_bad == 0:
+            return CheckOutcome(True, 0.0, 0.0, 0.0, 0, None, 0, unwritten)
+        for i in range(0, n, CHUNK):
+            r64 = ref[i:i + CHUNK].astype(dt, copy=False).astype(np.float64)
+            diff = np.abs(out[i:i + CHUNK].astype(dt, copy=False).astype(np.float64) - r64)
+            max_abs = max(max_abs, float(diff.max()))
+            max_rel = max(max_rel, float((diff / np.maximum(np.abs(r64), 1.0)).max()))
+            ss_d += float(np.dot(diff, diff))
+            ss_r += float(np.dot(r64, r64))
+        rn = float(np.sqrt(ss_r))
+        l2 = float(np.sqrt(ss_d)) / rn if rn > 0 else float("inf")
+        return CheckOutcome(False, max_abs, max_rel, l2, n_bad, first, 0, unwritten)
+    # The magnitude every atol is relative to: the largest finite |ref| (one pass first).
+    scale = 0.0
+    for i in range(0, n, CHUNK):
+        r = ref[i:i + CHUNK]
+        fin = np.isfinite(r)
+        if fin.all():
+            scale = max(scale, float(np.max(np.abs(r))))
+        elif fin.any():
+            scale = max(scale, float(np.max(np.abs(r[fin]))))
+    scale = max(scale, float(np.finfo(dt).tiny))
+    atol, rtol = tol.get("atol", 0.0), tol.get("rtol", 0.0)
+    n_nan, any_nonfinite_bad = 0, False
+    for i in range(0, n, CHUNK):
+        o = out[i:i + CHUNK].astype(np.float64)
+        r = ref[i:i + CHUNK].astype(np.float64)
+        fin_r = np.isfinite(r)
+        fin_o = np.isfinite(o)
+        n_nan += int(np.count_nonzero(np.isnan(o)))
+        if fin_r.all() and fin_o.all():  # the common case: no masks needed
+            d = np.abs(o - r)
+            ar = np.abs(r)
+            bad = d > atol * scale + rtol * ar
+            ss_r += float(np.dot(r, r))
+        else:
+            both = fin_r & fin_o
+            # non-finite reference: the output must be the same NaN/inf
+            bad = (fin_r & ~fin_o) | (~fin_r & ~((np.isnan(r) & np.isnan(o)) | (r == o)))
+            rf = np.where(fin_r, r, 0.0)
+            d = np.where(both, np.abs(o - rf), 0.0)
+            ar = np.abs(rf)
+            with np.errstate(invalid="ignore", over="ignore"):
+                bad |= both & (d > atol * scale + rtol * ar)
+            any_nonfinite_bad = any_nonfinite_bad or bool(np.any(bad & ~both))
+            rb = rf[both]
+            ss_r += float(np.dot(rb, rb))
+        nb = int(np.count_nonzero(bad))
+        if nb and first is None:
+            first = i + int(np.argmax(bad))
+        n_bad += nb
+        if d.size:
+            max_abs = max(max_abs, float(d.max()))
+            # relative to the element, floored by the magnitude
+            max_rel = max(max_rel, float((d / np.maximum(ar, 1e-6 * scale)).max()))
+        ss_d += float(np.dot(d, d))
+    if any_nonfinite_bad:
+        max_abs = max_rel = l2 = float("inf")
+    else:
+        rn, dn = float(np.sqrt(ss_r)), float(np.sqrt(ss_d))
+        l2 = dn / rn if rn > 0 else (0.0 if dn == 0 else float("inf"))
+    rn = float(np.sqrt(ss_r))
     l2_ok = rn == 0 or l2 <= tol.get("l2", float("inf"))
-    n_bad = int(np.count_nonzero(bad))
     ok = n_bad == 0 and l2_ok
-    first = int(np.argmax(bad)) if n_bad else None
     return CheckOutcome(ok, max_abs, max_rel, l2, n_bad, first, n_nan, unwritten)

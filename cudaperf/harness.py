@@ -42,6 +42,7 @@ import numpy as np
 from cudaperf import check, envinfo, gpuworker, sandbox
 from cudaperf.compile import compile_candidate, detect_arch, toolchain_id
 from cudaperf.config import HarnessConfig, get_profile
+from cudaperf.inputcache import InputFiles
 from cudaperf.inputs import make_inputs
 from cudaperf.reference import reference_outputs
 from cudaperf.result import EvalResult
@@ -170,8 +171,6 @@ class Harness:
         self._runner_bin: Path | None = None
         self._gpu_name: str | None = None
         self._ceilings: dict | None = None
-        self._input_cache: dict[tuple, dict] = {}
-        self._input_mu = threading.Lock()
         self._rng = random.Random()
         # References stay unreadable to the runner's uid.
         (self.cache_dir / "ref").mkdir(exist_ok=True)
@@ -181,6 +180,7 @@ class Harness:
         shm = Path("/dev/shm")
         self.scratch_base = Path(tempfile.mkdtemp(prefix="cudaperf-", dir=shm if shm.is_dir() else None))
         os.chmod(self.scratch_base, 0o711)
+        self._input_files = InputFiles(self.scratch_base / "_inputs")
         self._clean_base: dict[tuple, tuple[float, float]] = {}
         self._clean_mu = threading.Lock()
 
@@ -379,21 +379,6 @@ class Harness:
             raise RuntimeError(f"task {task.task_id}: naive variant does not compile:\n{cr.log[-1500:]}")
         return cr.so_path
 
-    def _inputs(self, task: Task, test: TestConfig, seed: int) -> dict:
-        k = (task.task_id, task_fingerprint(task), test.name, seed)
-        with self._input_mu:
-            hit = self._input_cache.get(k)
-        if hit is not None:
-            return hit
-        inp = make_inputs(task, test, seed)
-        nbytes = sum(getattr(v, "nbytes", 0) for v in inp.values())
-        if nbytes < (256 << 20):  # keep small/medium inputs; big perf inputs are cheap to redraw
-            with self._input_mu:
-                if len(self._input_cache) > 512:
-                    self._input_cache.clear()
-                self._input_cache[k] = inp
-        return inp
-
     def _pick_gpu(self) -> int:
         with self._gpu_mu:
             g = self.gpus[self._gpu_rr % len(self.gpus)]
@@ -591,9 +576,13 @@ class Harness:
 
     def _prepare_args(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
                       scratch: Path, lock: _GpuLock) -> dict:
-        inputs = self._inputs(task, test, seed)
         data_dir = scratch / f"in-{test.name}-{seed}"
         data_dir.mkdir(exist_ok=True)
+        # Inputs are drawn and written once per (task, test, seed) and hard-linked in here.
+        params = [(p.name, p.dtype, task.numel(p, test)) for p in task.signature
+                  if p.is_pointer and p.role in ("in", "inout")]
+        inputs = self._input_files.link_into((task.task_id, task_fingerprint(task), test.name, seed),
+                                             lambda: make_inputs(task, test, seed), params, data_dir)
         argfile = scratch / "args.txt"
         poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
                   if p.is_pointer and p.role == "out"}

@@ -6,7 +6,8 @@ Guarantees:
   those columns to parquet (zstd) with run metadata (GPU, driver, toolchain, command, ...) as
   JSON under the schema key ``cudaperf``; `load_measurements` returns them with the same dtypes
   and `flags` as Python lists, and `measurement_metadata` the metadata. A missing column or an
-  unknown one raises `MeasurementError` naming it.
+  unknown one raises `MeasurementError` naming it, except the `OPTIONAL` columns added later
+  (baseline CV, clean baseline, ptxas resources, stage timings), which read back as null.
 * `row_from_result` turns a harness `EvalResult` into a row without inventing anything: fields
   the harness did not fill stay null.
 * `merge(shards)` concatenates shard tables; when a (task_id, variant) pair occurs more than
@@ -56,6 +57,8 @@ SCHEMA = pa.schema([
     ("measured_at", pa.string()),     # ISO 8601, UTC
 ])
 COLUMNS = tuple(SCHEMA.names)
+# Added after the first shards were measured: absent in older rows, read back as null.
+OPTIONAL = ("baseline_cv", "baseline_clean_ms", "resources", "timings")
 KEY = ("task_id", "variant")
 META_KEY = b"cudaperf"
 
@@ -90,6 +93,9 @@ def to_table(records: pd.DataFrame | Iterable[dict[str, Any]]) -> pd.DataFrame:
     df = records.copy() if isinstance(records, pd.DataFrame) else pd.DataFrame(list(records))
     if df.empty and not len(df.columns):
         df = pd.DataFrame(columns=list(COLUMNS))
+    for c in OPTIONAL:
+        if c not in df.columns:
+            df[c] = None
     missing = [c for c in COLUMNS if c not in df.columns]
     extra = [c for c in df.columns if c not in COLUMNS]
     if missing or extra:
@@ -116,10 +122,14 @@ def save_measurements(records: pd.DataFrame | Iterable[dict[str, Any]], path: st
 
 def load_measurements(path: str | Path) -> pd.DataFrame:
     table = pq.read_table(path)
-    missing = [c for c in COLUMNS if c not in table.column_names]
+    missing = [c for c in COLUMNS if c not in table.column_names and c not in OPTIONAL]
     if missing:
         raise MeasurementError(f"{path}: missing columns {missing}")
-    df = table.select(list(COLUMNS)).to_pandas()
+    df = table.select([c for c in COLUMNS if c in table.column_names]).to_pandas()
+    for c in OPTIONAL:
+        if c not in df.columns:
+            df[c] = None
+    df = df[list(COLUMNS)]
     df["flags"] = [list(f) if f is not None else [] for f in df["flags"]]
     # Arrow nulls in a bool column come back as object/None; keep them as pandas' nullable bool.
     df["correct"] = df["correct"].astype("boolean")

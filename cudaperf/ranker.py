@@ -635,9 +635,21 @@ def feature_sets(items: pd.DataFrame) -> dict[str, list[str]]:
     return sets
 
 
+def missing_splits(pairs: pd.DataFrame) -> list[str]:
+    """Splits (train / val / test, by held-out family) without a single pair: while any is empty
+    the measured data cannot train a ranker and say how it does on families it has not seen."""
+    have = set(pairs["split"]) if len(pairs) else set()
+    return [s for s in ("train", "val", "test") if s not in have]
+
+
 def run_experiment(items: pd.DataFrame, pairs: pd.DataFrame, *, seed: int = 0,
                    lgbm_rounds: int = 400) -> Report:
-    """Train every ranker on every feature set and evaluate them and the baselines."""
+    """Train every ranker on every feature set and evaluate them and the baselines.
+
+    Raises ValueError when a split has no pairs (see `missing_splits`)."""
+    if gaps := missing_splits(pairs):
+        raise ValueError(f"no pairs in split(s) {gaps}: the measurements cover {items.family.nunique()} "
+                         f"families; measure more families (benchmarks/verify_dataset.py) first")
     models, scores, rows = {}, {}, []
     for fs, cols in feature_sets(items).items():
         trained = {"linear": train_linear(items, pairs, cols, seed=seed),
@@ -669,10 +681,15 @@ def target_check(metrics: pd.DataFrame, target: float = 0.85) -> pd.DataFrame:
     for fs, g in metrics[metrics["split"] == "test"].groupby("feature_set"):
         learned = g[g["learned"]]
         single = g[g["model"].str.startswith("single:")]
+        if learned[col].isna().all():  # no held-out pairs this far apart (too little data)
+            rows.append({"feature_set": fs, "best_learned": None, "acc": float("nan"),
+                         "best_single": single[col].max(), "meets_target": False, "beats_every_single": False,
+                         "note": f"no test pairs >= {BIG_GAP}x apart"})
+            continue
         rows.append({"feature_set": fs, "best_learned": learned.loc[learned[col].idxmax(), "model"],
                      "acc": learned[col].max(), "best_single": single[col].max(),
                      "meets_target": bool(learned[col].max() >= target),
-                     "beats_every_single": bool((learned[col] > single[col].max()).all())})
+                     "beats_every_single": bool((learned[col] > single[col].max()).all()), "note": ""})
     return pd.DataFrame(rows)
 
 
@@ -807,7 +824,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     mdir = Path(a.models)
     if a.action == "train":
-        rep = run_experiment(items, pairs, seed=a.seed)
+        try:
+            rep = run_experiment(items, pairs, seed=a.seed)
+        except ValueError as e:
+            print(f"cudaperf ranker: error: {e}", file=sys.stderr)
+            return 2
         for key, m in rep.models.items():
             save(m, mdir / model_filename(key))
         metrics = rep.metrics

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from cudaperf import check
 from cudaperf.check import POISON, compare, count_poison, poison_array, poison_bytes, poison_value
 
 TOL = {"rtol": 1e-3, "atol": 1e-4, "l2": 1e-3}
@@ -77,3 +78,32 @@ def test_poison_nan_differs_from_computed_nan_and_is_reported():
     assert not r.ok and r.unwritten == 4 and r.n_nan == 5 and r.first_bad == 3
     assert poison_value(np.int32) == np.int32(0x7FC0DEAD)
     assert "never written" in r.summary()
+
+
+def test_chunked_compare_matches_one_pass(monkeypatch):
+    """Outputs are compared chunk by chunk; the verdict and error sizes must not depend on it."""
+    import math
+
+    rng = np.random.default_rng(3)
+    tol = {"atol": 1e-5, "rtol": 1e-4, "l2": 1e-3}
+    for trial in range(400):
+        n = int(rng.integers(0, 50))
+        dt = [np.float32, np.float64, np.int32, np.uint8][trial % 4]
+        r = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 6) if np.dtype(dt).kind == "f" \
+            else rng.integers(0, 200, n).astype(np.float64)
+        o = r.astype(dt).copy()
+        for _ in range(int(rng.integers(0, 3))):
+            if n:
+                o[rng.integers(n)] = np.nan if np.dtype(dt).kind == "f" and rng.random() < 0.5 else o[0] + 1
+        if n and np.dtype(dt).kind == "f" and rng.random() < 0.3:
+            r[rng.integers(n)] = np.inf
+        monkeypatch.setattr(check, "CHUNK", 1 << 20)
+        whole = check.compare(o, r, tol=tol, dtype=dt)
+        monkeypatch.setattr(check, "CHUNK", 7)
+        with np.errstate(all="ignore"):
+            parts = check.compare(o, r, tol=tol, dtype=dt)
+        for f in ("ok", "n_bad", "first_bad", "n_nan", "unwritten"):
+            assert getattr(whole, f) == getattr(parts, f), (trial, f)
+        for f in ("max_abs_err", "max_rel_err", "l2_rel"):
+            a, b = getattr(whole, f), getattr(parts, f)
+            assert (math.isinf(a) and math.isinf(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-300), (trial, f)

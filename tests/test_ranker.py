@@ -340,3 +340,30 @@ def test_cli_train_then_evaluate_recomputes_the_same_metrics(tmp_path, capsys):
         t = trained[(r["model"], r["split"])]
         for k in ("pair_acc", "pair_acc_ge1.25", "kendall_tau", "top1"):
             assert r[k] == pytest.approx(t[k], abs=1e-9), (r["model"], k)
+
+
+def test_target_check_without_test_pairs_says_so():
+    import pandas as pd
+
+    col = f"pair_acc_ge{ranker.BIG_GAP}"
+    m = pd.DataFrame([
+        {"feature_set": "static", "model": "linear", "split": "test", col: float("nan"), "learned": True},
+        {"feature_set": "static", "model": "single:x", "split": "test", col: float("nan"), "learned": False},
+        {"feature_set": "both", "model": "linear", "split": "test", col: 0.9, "learned": True},
+        {"feature_set": "both", "model": "single:x", "split": "test", col: 0.7, "learned": False},
+    ])
+    t = ranker.target_check(m).set_index("feature_set")
+    assert pd.isna(t.loc["static", "best_learned"]) and not t.loc["static", "meets_target"]
+    assert "no test pairs" in t.loc["static", "note"]
+    assert t.loc["both", "best_learned"] == "linear" and t.loc["both", "meets_target"]
+
+
+def test_missing_splits_blocks_training_with_a_clear_error():
+    import pandas as pd
+
+    pairs = pd.DataFrame({"split": ["train", "train", "val"]})
+    assert ranker.missing_splits(pairs) == ["test"]
+    assert ranker.missing_splits(pairs.iloc[:0]) == ["train", "val", "test"]
+    items = pd.DataFrame({"family": ["a", "b"]})
+    with pytest.raises(ValueError, match="no pairs in split"):
+        ranker.run_experiment(items, pairs)
