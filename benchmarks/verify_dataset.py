@@ -26,6 +26,7 @@ import json
 import shlex
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
@@ -109,36 +110,52 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
     table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
     slowest = 0.0
     todo = chunks(work, chunk_variants)
-    for i, chunk in enumerate(todo):
-        left = None if max_seconds is None else max_seconds - (clock() - start)
-        if left is not None and (left <= 0 or (slowest and slowest > left)):
-            rest = sum(len(v) for c in todo[i:] for _, v in c)
-            log(f"time budget: stopping before chunk {i + 1}/{len(todo)} ({rest} variants left; run again to resume)")
-            break
-        t0 = clock()
-        tasks = [t for t, _ in chunk]
-        errors = harness.prepare(tasks)
-        toolchain = (harness.versions() or {}).get("toolchain")
-        rows: list[dict[str, Any]] = []
-        items, keys = [], []
-        for t, names in chunk:
-            if t.task_id in errors:
-                rows += prepare_failure_rows(t, names, errors[t.task_id], metadata.get("gpu"), toolchain)
-                continue
-            for n in names:
-                items.append((t, t.variant(n).source))
-                keys.append((t, n))
-        results = harness.evaluate_many(items) if items else []
-        if len(results) != len(items):
-            raise RuntimeError(f"harness returned {len(results)} results for {len(items)} candidates")
-        when = M.now_utc()
-        rows += [M.row_from_result(t, n, r, measured_at=when) for (t, n), r in zip(keys, results)]
-        table = M.merge([table, pd.DataFrame(rows)])
-        M.save_measurements(table, shard_file, metadata=metadata)
-        slowest = max(slowest, clock() - t0)
-        ok = sum(r["status"] == "correct" for r in rows)
-        log(f"chunk {i + 1}/{len(todo)}: {len(rows)} variants, {ok} correct, {clock() - t0:.1f}s "
-            f"(elapsed {clock() - start:.0f}s) -> {shard_file}")
+    # References and naive builds of the next chunk are made while this chunk runs on the GPU
+    # (they are CPU work); a prefetch starts only when two chunks' time is still left.
+    pool = ThreadPoolExecutor(1, thread_name_prefix="prepare")
+    ahead = {0: pool.submit(harness.prepare, [t for t, _ in todo[0]])} if todo else {}
+    try:
+        for i, chunk in enumerate(todo):
+            left = None if max_seconds is None else max_seconds - (clock() - start)
+            if left is not None and (left <= 0 or (slowest and slowest > left)):
+                rest = sum(len(v) for c in todo[i:] for _, v in c)
+                log(f"time budget: stopping before chunk {i + 1}/{len(todo)} ({rest} variants left; run again to resume)")
+                break
+            t0 = clock()
+            errors = (ahead.pop(i, None) or pool.submit(harness.prepare, [t for t, _ in chunk])).result()
+            if i + 1 < len(todo) and (left is None or left - slowest > 2 * max(slowest, 1e-9)):
+                ahead[i + 1] = pool.submit(harness.prepare, [t for t, _ in todo[i + 1]])
+            table = _run_chunk(harness, chunk, errors, table, shard_file, metadata)
+            slowest = max(slowest, clock() - t0)
+            rows = table[table["task_id"].isin([t.task_id for t, _ in chunk])]
+            ok = int((rows["status"] == "correct").sum())
+            log(f"chunk {i + 1}/{len(todo)}: {len(rows)} variants, {ok} correct, {clock() - t0:.1f}s "
+                f"(elapsed {clock() - start:.0f}s) -> {shard_file}")
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    return table
+
+
+def _run_chunk(harness: Any, chunk: list[tuple[Task, list[str]]], errors: dict[str, str], table: pd.DataFrame,
+               shard_file: Path, metadata: dict[str, Any]) -> pd.DataFrame:
+    """Evaluate one prepared chunk and rewrite the shard file with its rows merged in."""
+    toolchain = (harness.versions() or {}).get("toolchain")
+    rows: list[dict[str, Any]] = []
+    items, keys = [], []
+    for t, names in chunk:
+        if t.task_id in errors:
+            rows += prepare_failure_rows(t, names, errors[t.task_id], metadata.get("gpu"), toolchain)
+            continue
+        for n in names:
+            items.append((t, t.variant(n).source))
+            keys.append((t, n))
+    results = harness.evaluate_many(items) if items else []
+    if len(results) != len(items):
+        raise RuntimeError(f"harness returned {len(results)} results for {len(items)} candidates")
+    when = M.now_utc()
+    rows += [M.row_from_result(t, n, r, measured_at=when) for (t, n), r in zip(keys, results)]
+    table = M.merge([table, pd.DataFrame(rows)])
+    M.save_measurements(table, shard_file, metadata=metadata)
     return table
 
 
@@ -196,7 +213,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--families", nargs="*", help="only these families")
     ap.add_argument("--retry-failed", action="store_true", help="re-run stored pairs that are not correct")
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
-    ap.add_argument("--workers-per-gpu", type=int, default=4)
+    ap.add_argument("--workers-per-gpu", type=int, default=12)
     ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
     a = ap.parse_args(argv)
 

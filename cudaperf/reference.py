@@ -1,4 +1,5 @@
-"""The serial C reference of a c2cuda task, built with gcc and run on the CPU in a sandbox.
+"""Reference outputs: the serial C reference of a c2cuda task, built with gcc and run on the CPU
+in a sandbox; for a torch2cuda task, its PyTorch module run on the CPU in float64.
 
 Guarantees:
 
@@ -15,6 +16,8 @@ Guarantees:
   unprivileged uid when root and the interpreter is reachable by one) on `inputs.make_inputs`
   of (task, test, seed), and caches the result as ``<task hash>/<test>/<seed>.npz``.
   Outputs are float64 for float parameters computed in double, the parameter's dtype otherwise.
+* torch2cuda tasks: the module is trusted task data (generated here or taken from KernelBench),
+  so it runs in this process (`torchtasks.runtime`, float64, same inputs), cached the same way.
 * Failures (does not compile, crashes, times out, wrong output shapes) raise `ReferenceError`
   with the task id and the tail of the log.
 """
@@ -153,6 +156,10 @@ def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str
     if cache.exists():
         with np.load(cache, allow_pickle=False) as f:
             return {k: f[k] for k in shapes}
+    if task.track == "torch2cuda":
+        res = _torch_reference(task, test, seed, shapes)
+        _save_cache(cache, res)
+        return res
     so, precision = build_reference_info(task, cache_dir=cache_dir)
     promote = precision == "double"
 
@@ -194,8 +201,32 @@ def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str
             raise ReferenceError(f"{where}: output {name!r} is "
                                  f"{None if got is None else (got.shape, got.dtype)}, expected ({n},) {want}")
     res = {k: res[k] for k in shapes}
+    _save_cache(cache, res)
+    return res
+
+
+def _save_cache(cache: Path, res: dict[str, np.ndarray]) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     tmp = cache.with_name(f".{cache.stem}.{os.getpid()}.{time.monotonic_ns()}.npz")
     np.savez(tmp, **res)
     os.replace(tmp, cache)
+
+
+def _torch_reference(task: Task, test: TestConfig, seed: int, shapes: dict) -> dict[str, np.ndarray]:
+    """torch2cuda: the task's module (trusted task data) run in this process on the CPU, in
+    float64, on the same `make_inputs` buffers the candidate gets."""
+    from cudaperf.torchtasks import runtime
+
+    where = f"task {task.task_id}, test {test.name}, seed {seed}"
+    try:
+        got = runtime.reference_outputs(task, test, make_inputs(task, test, seed), device="cpu", double=True)
+    except Exception as e:  # a broken task module: the task cannot be evaluated
+        raise ReferenceError(f"{where}: reference module failed: {type(e).__name__}: {e}") from None
+    res = {}
+    for name, (n, dt) in shapes.items():
+        arr = np.asarray(got.get(name))
+        want = np.dtype(np.float64) if dt.kind == "f" else dt
+        if arr.shape != (n,):
+            raise ReferenceError(f"{where}: output {name!r} has shape {arr.shape}, expected ({n},)")
+        res[name] = arr.astype(want)
     return res

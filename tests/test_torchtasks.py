@@ -171,3 +171,21 @@ def test_variants_match_the_module_on_gpu(tasks, tmp_path):
             assert cr.ok, (t.task_id, v.name, cr.log[-1000:])
             ok, fails = check_variant(t, cr.so_path, seed=5)
             assert ok, (t.task_id, v.name, fails)
+
+
+def test_harness_reference_for_torch_tasks_is_the_module_in_double(tasks, tmp_path):
+    """The harness' reference path (cudaperf.reference) serves torch2cuda tasks: the module on
+    the CPU in float64 on the same inputs, cached; it agrees with the float32 module."""
+    from cudaperf import reference
+
+    for t in _sample(tasks, 1, seed=3)[:6]:
+        test = min(t.tests, key=lambda x: sum(x.sizes.values()))
+        got = reference.reference_outputs(t, test, 1, cache_dir=tmp_path)
+        f32 = reference_outputs(t, test, make_inputs(t, test, 1))
+        assert set(got) <= set(f32), t.task_id
+        for name, arr in got.items():
+            assert arr.dtype == np.float64 or arr.dtype.kind != "f", (t.task_id, name, arr.dtype)
+            np.testing.assert_allclose(arr, f32[name].astype(np.float64), rtol=2e-3, atol=2e-3 * max(1.0, np.abs(arr).max()),
+                                       err_msg=t.task_id)
+        again = reference.reference_outputs(t, test, 1, cache_dir=tmp_path)  # from the cache
+        assert all(np.array_equal(again[k], got[k]) for k in got)

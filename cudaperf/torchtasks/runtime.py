@@ -46,11 +46,17 @@ def instantiate(task: Task, test: TestConfig, seed: int = 0, device: str = "cpu"
 
 
 def reference_outputs(task: Task, test: TestConfig, arrays: dict[str, np.ndarray],
-                      device: str = "cpu") -> dict[str, np.ndarray]:
-    """Outputs of the module for the given input/parameter buffers (flat numpy arrays)."""
+                      device: str = "cpu", double: bool = False) -> dict[str, np.ndarray]:
+    """Outputs of the module for the given input/parameter buffers (flat numpy arrays).
+
+    With `double`, floating parameters, buffers and inputs are promoted to float64 first (the
+    harness' reference precision, as for the C track); outputs are then float64."""
     import torch
 
     model, inputs = instantiate(task, test, device=device)
+    if double:
+        model = model.double()
+        inputs = [x.double() if torch.is_tensor(x) and x.is_floating_point() else x for x in inputs]
     names = task.meta["inputs"]
     if len(names) != len(inputs):
         raise TaskError(f"task {task.task_id}: module has {len(inputs)} inputs, signature {len(names)}")
