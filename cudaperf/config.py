@@ -63,6 +63,9 @@ class HarnessConfig:
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")
+    modelnew_require_kernel: bool = _f(True, "KernelBench ModelNew candidates must build a custom kernel with "
+                                       "load_inline; False admits pure-PyTorch ModelNew (e.g. the reference itself, "
+                                       "to check the harness says speedup ~1).")
     cache_dir: str = _f(".cache/cudaperf", "Compile cache, reference outputs and the result store.")
 
 

@@ -165,8 +165,12 @@ class RunnerLimits:
 class Runner:
     """One runner process. Use as a context manager; `close()` always kills what it started."""
 
-    def __init__(self, binary: Path, *, gpu: int | None, scratch: Path, uid: int | None,
-                 limits: RunnerLimits):
+    def __init__(self, binary: Path | None, *, gpu: int | None, scratch: Path, uid: int | None,
+                 limits: RunnerLimits, command: list[str] | None = None, env_extra: dict | None = None):
+        """`binary`: the native runner, which drops to `uid` itself after creating its CUDA
+        context (and isolates network and /tmp). `command` instead: any program speaking the
+        same protocol (the torch worker); the launcher then drops it to `uid` and gives it no
+        network before it starts."""
         self.scratch = scratch
         self.uid = uid
         self.limits = limits
@@ -178,14 +182,17 @@ class Runner:
         rep_r, rep_w = os.pipe()
         # The runner expects commands on fd 3 and replies on fd 4.
         env = sandbox.scrubbed_env({"CUDA_VISIBLE_DEVICES": "" if gpu is None else str(gpu),
-                                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, home=str(scratch))
+                                    "CUDA_DEVICE_ORDER": "PCI_BUS_ID", **(env_extra or {})}, home=str(scratch))
         lim = sandbox.Limits(cpu_s=limits.cpu_s, mem_bytes=None, fsize_bytes=limits.fsize_bytes,
                              nproc=limits.nproc)
         # No RLIMIT_AS: CUDA reserves far more virtual memory than it uses; a resident-memory
         # watchdog (request()) bounds memory instead. The runner drops privileges itself.
         self.stdout_path = scratch / "stdout.txt"
         self.stderr_path = scratch / "stderr.txt"
-        cmd = [str(binary)] + (["--uid", str(uid)] if uid is not None else [])
+        if command is None:
+            cmd = [str(binary)] + (["--uid", str(uid)] if uid is not None else [])
+        else:
+            cmd = list(command)
 
         # Move the pipe ends above the protocol numbers first so that the launcher's dup2 onto
         # 3 and 4 cannot clobber one with the other.
@@ -196,7 +203,9 @@ class Runner:
             hi_r, hi_w = os.dup(hi_r), os.dup(hi_w)
         for fd in spare:
             os.close(fd)
-        argv = sandbox.launch_argv(cmd, lim, dups=((hi_r, 3), (hi_w, 4)))
+        argv = sandbox.launch_argv(cmd, lim, dups=((hi_r, 3), (hi_w, 4)),
+                                   drop_to_uid=uid if command is not None else None,
+                                   isolate_net=command is not None)
         with open(self.stdout_path, "wb") as so, open(self.stderr_path, "wb") as se:
             self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=so, stderr=se,
                                          cwd=scratch, env=env, pass_fds=(hi_r, hi_w), close_fds=True)

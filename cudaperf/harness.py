@@ -39,7 +39,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
-from cudaperf import check, envinfo, gpuworker, sandbox
+from cudaperf import check, envinfo, gpuworker, sandbox, torchpath
 from cudaperf.compile import compile_candidate, detect_arch, toolchain_id
 from cudaperf.config import HarnessConfig, get_profile
 from cudaperf.inputcache import InputFiles
@@ -209,7 +209,7 @@ class Harness:
         c = self.cfg
         return {"arch": self.arch, "flags": list(c.nvcc_flags), "warmup": c.warmup, "reps": c.reps,
                 "flush": c.flush_l2, "seeds": c.check_seeds, "gpu": self._gpu_model(),
-                "toolchain": toolchain_id(), "harness": 1}
+                "toolchain": toolchain_id(), "modelnew_kernel": c.modelnew_require_kernel, "harness": 2}
 
     def _gpu_model(self) -> str | None:
         if self._gpu_name is None and self.has_gpu:
@@ -327,6 +327,10 @@ class Harness:
             if hit is not None:
                 return hit
 
+        if torchpath.is_modelnew(task, source):  # KernelBench format: Python, built by load_inline
+            torchpath.evaluate_modelnew(self, task, source, res)
+            self._save(key, res)
+            return res
         res.flags = list(scan_source(source))
         blocked = sorted(f for f in res.flags if f.split(":", 1)[1] in BLOCKING_SUSPICIONS)
         if blocked:
@@ -391,14 +395,18 @@ class Harness:
                                       fsize_bytes=int(self.cfg.worker_fsize_mb * (1 << 20)))
 
     @contextlib.contextmanager
-    def _runner(self, gpu: int, slot: int):
-        """A fresh sandboxed runner on `gpu` with its own uid and scratch dir; always torn down."""
+    def _runner(self, gpu: int, slot: int, torch_worker: bool = False):
+        """A fresh sandboxed runner on `gpu` with its own uid and scratch dir; always torn down.
+        With `torch_worker`, the PyTorch worker (cudaperf.torchworker) instead of the native one."""
         runner = None
         with sandbox.acquire_uid() as uid:
             scratch = sandbox.make_scratch(self.scratch_base, uid=uid, prefix=f"run{slot}-")
             try:
-                runner = gpuworker.Runner(self._runner_bin, gpu=gpu, scratch=scratch, uid=uid,
-                                          limits=self._limits())
+                if torch_worker:
+                    runner = torchpath.start_worker(self, gpu, scratch, uid)
+                else:
+                    runner = gpuworker.Runner(self._runner_bin, gpu=gpu, scratch=scratch, uid=uid,
+                                              limits=self._limits())
                 yield runner, scratch
             finally:
                 if runner is not None:
@@ -436,6 +444,12 @@ class Harness:
                 if res.pass_rate is None:
                     res.pass_rate = 0.0
                 res.correct = False
+            if task.track == "torch2cuda" and res.correct:
+                # DESIGN §3: torch2cuda speedups are over PyTorch eager on the same GPU.
+                res.eager_ms = torchpath.trusted_eager(self, task, gpu, slot)
+                if res.eager_ms and res.runtime_ms:
+                    res.speedup = res.eager_ms / res.runtime_ms
+                    res.message = f"correct; {res.speedup:.2f}x over PyTorch eager"
             if clean is not None and res.baseline_ms is not None:
                 res.baseline_clean_ms = clean
                 if res.baseline_ms > BASELINE_DRIFT * clean:
@@ -576,13 +590,7 @@ class Harness:
 
     def _prepare_args(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
                       scratch: Path, lock: _GpuLock) -> dict:
-        data_dir = scratch / f"in-{test.name}-{seed}"
-        data_dir.mkdir(exist_ok=True)
-        # Inputs are drawn and written once per (task, test, seed) and hard-linked in here.
-        params = [(p.name, p.dtype, task.numel(p, test)) for p in task.signature
-                  if p.is_pointer and p.role in ("in", "inout")]
-        inputs = self._input_files.link_into((task.task_id, task_fingerprint(task), test.name, seed),
-                                             lambda: make_inputs(task, test, seed), params, data_dir)
+        data_dir, inputs = self._link_inputs(task, test, seed, scratch)
         argfile = scratch / "args.txt"
         poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
                   if p.is_pointer and p.role == "out"}
@@ -593,35 +601,36 @@ class Harness:
             raise gpuworker.RunnerDied("args", rep)
         return inputs
 
-    def _check(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-               scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
-        """Run one checked call; return (passed, failure record or None)."""
-        # CPU work (reference, input files) happens outside the GPU lock.
-        ref = reference_outputs(task, test, seed, cache_dir=str(self.cache_dir))
-        self._prepare_args(task, test, seed, runner, scratch, lock)
+    def _link_inputs(self, task: Task, test: TestConfig, seed: int, scratch: Path) -> tuple[Path, dict]:
+        """Input files of (test, seed) in ``scratch/in-<test>-<seed>/`` and the scalar inputs.
+        Inputs are drawn and written once per (task, test, seed) and hard-linked in here."""
+        data_dir = scratch / f"in-{test.name}-{seed}"
+        data_dir.mkdir(exist_ok=True)
+        params = [(p.name, p.dtype, task.numel(p, test)) for p in task.signature
+                  if p.is_pointer and p.role in ("in", "inout")]
+        inputs = self._input_files.link_into((task.task_id, task_fingerprint(task), test.name, seed),
+                                             lambda: make_inputs(task, test, seed), params, data_dir)
+        return data_dir, inputs
+
+    def _output_files(self, task: Task, test: TestConfig, scratch: Path, uid: int | None) -> Path:
+        """A fresh ``scratch/out`` with every output file created at its exact size (the worker
+        fills them through a mapping, so its file-size limit never blocks big outputs)."""
         outdir = scratch / "out"
         if outdir.exists():
             shutil.rmtree(outdir)
         outdir.mkdir()
-        # Output files are created here at their exact size; the runner fills them through a
-        # mapping (so its file-size limit, which caps printf floods, never blocks big outputs).
         for p in task.signature:
             if p.is_pointer and p.role in ("out", "inout"):
                 f = outdir / f"{p.name}.bin"
                 with open(f, "wb") as fh:
                     fh.truncate(task.numel(p, test) * p.dtype.itemsize)
-                if runner.uid is not None:
-                    os.chown(f, runner.uid, runner.uid)
-        with lock.shared():
-            rep = runner.request(f"check 0 {outdir.relative_to(scratch)}")
-        base = {"test": test.name, "seed": seed, "sizes": test.sizes}
-        if rep.startswith("cuda"):
-            return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
-        if not rep.startswith("ok"):
-            return False, {**base, "reason": "runner_error", "detail": rep}
-        _, ms, modified = _fields(rep, 3)
-        if modified != "-":
-            return False, {**base, "reason": "input_modified", "params": modified.split(",")}
+                if uid is not None:
+                    os.chown(f, uid, uid)
+        return outdir
+
+    def _compare_outputs(self, task: Task, test: TestConfig, outdir: Path, ref: dict,
+                         base: dict) -> tuple[bool, dict | None]:
+        """Every output file against the reference; (passed, failure record or None)."""
         tol = task.tol()
         for p in task.signature:
             if not p.is_pointer or p.role not in ("out", "inout"):
@@ -639,6 +648,25 @@ class Harness:
                                "summary": outcome.summary(),
                                "examples": _examples(out, ref[p.name], outcome.first_bad)}
         return True, None
+
+    def _check(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
+               scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
+        """Run one checked call; return (passed, failure record or None)."""
+        # CPU work (reference, input files) happens outside the GPU lock.
+        ref = reference_outputs(task, test, seed, cache_dir=str(self.cache_dir))
+        self._prepare_args(task, test, seed, runner, scratch, lock)
+        outdir = self._output_files(task, test, scratch, runner.uid)
+        with lock.shared():
+            rep = runner.request(f"check 0 {outdir.relative_to(scratch)}")
+        base = {"test": test.name, "seed": seed, "sizes": test.sizes}
+        if rep.startswith("cuda"):
+            return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
+        if not rep.startswith("ok"):
+            return False, {**base, "reason": "runner_error", "detail": rep}
+        _, ms, modified = _fields(rep, 3)
+        if modified != "-":
+            return False, {**base, "reason": "input_modified", "params": modified.split(",")}
+        return self._compare_outputs(task, test, outdir, ref, base)
 
     def close(self) -> None:
         if self.store is not None:

@@ -221,6 +221,27 @@ def convert_all(problems: list[Problem]) -> tuple[list[Task], ConversionReport]:
 
 # --------------------------------------------------------------------------- ModelNew checks
 
+
+def reference_as_modelnew(reference: str) -> str:
+    """The reference module with ``Model`` renamed ``ModelNew``: a pure-PyTorch candidate that the
+    harness must judge correct with speedup ~1 (admitted with ``modelnew_require_kernel=False``)."""
+    src = re.sub(r"\bclass Model\(", "class ModelNew(", reference)
+    return re.sub(r"\bsuper\(\s*Model\s*,", "super(ModelNew,", src)
+
+
+def zeros_modelnew(reference: str) -> str:
+    """A ModelNew that returns zeros of the reference's output shapes: it must fail everywhere,
+    also where the reference's outputs are near zero (a pure tolerance check is fooled there)."""
+    src = reference_as_modelnew(reference).replace("    def forward(self,", "    def forward_reference(self,", 1)
+    return src + (
+        "\n\ndef _zero_forward(self, *args):\n"
+        "    out = self.forward_reference(*args)\n"
+        "    if isinstance(out, (tuple, list)):\n"
+        "        return type(out)(torch.zeros_like(o) for o in out)\n"
+        "    return torch.zeros_like(out)\n\n\n"
+        "ModelNew.forward = _zero_forward\n")
+
+
 FORBIDDEN_MODULES = {"os", "sys", "subprocess", "socket", "shutil", "ctypes", "multiprocessing", "threading",
                      "pathlib", "importlib", "pickle", "marshal", "requests", "urllib", "http", "signal",
                      "builtins", "inspect", "gc", "tempfile", "glob", "io", "runpy", "code", "pty", "resource"}

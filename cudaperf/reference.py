@@ -213,13 +213,16 @@ def _save_cache(cache: Path, res: dict[str, np.ndarray]) -> None:
 
 
 def _torch_reference(task: Task, test: TestConfig, seed: int, shapes: dict) -> dict[str, np.ndarray]:
-    """torch2cuda: the task's module (trusted task data) run in this process on the CPU, in
-    float64, on the same `make_inputs` buffers the candidate gets."""
+    """torch2cuda: the task's module (trusted task data) run in this process, in float64, on the
+    same `make_inputs` buffers the candidate gets; on the CPU unless $CUDAPERF_TORCH_REF_DEVICE
+    names another device (e.g. "cuda" for KernelBench's big problems, during `Harness.prepare`,
+    before anything is timed)."""
     from cudaperf.torchtasks import runtime
 
     where = f"task {task.task_id}, test {test.name}, seed {seed}"
+    device = os.environ.get("CUDAPERF_TORCH_REF_DEVICE", "cpu")
     try:
-        got = runtime.reference_outputs(task, test, make_inputs(task, test, seed), device="cpu", double=True)
+        got = runtime.reference_outputs(task, test, make_inputs(task, test, seed), device=device, double=True)
     except Exception as e:  # a broken task module: the task cannot be evaluated
         raise ReferenceError(f"{where}: reference module failed: {type(e).__name__}: {e}") from None
     res = {}

@@ -38,7 +38,8 @@ class EvalResult:
     baseline_ms: float | None = None  # naive variant (c2cuda) or eager (torch2cuda), same worker
     baseline_cv: float | None = None
     baseline_clean_ms: float | None = None  # the naive variant alone, in a runner of its own
-    speedup: float | None = None  # baseline_ms / runtime_ms
+    speedup: float | None = None  # baseline_ms / runtime_ms (torch2cuda: eager_ms / runtime_ms)
+    eager_ms: float | None = None  # torch2cuda: PyTorch eager of the task's Model, trusted worker, same GPU
     roofline_ms: float | None = None  # min bytes / measured copy bandwidth
     features: dict[str, Any] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)  # hack / suspicion flags

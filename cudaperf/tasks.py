@@ -216,6 +216,13 @@ class Task:
         raise KeyError(f"task {self.task_id} has no variant {name!r} "
                        f"(has {[v.name for v in self.variants]})")
 
+    def test(self, name: str) -> TestConfig:
+        for t in self.tests:
+            if t.name == name:
+                return t
+        raise KeyError(f"task {self.task_id} has no test configuration {name!r} "
+                       f"(has {[t.name for t in self.tests]})")
+
     @property
     def baseline_variant(self) -> Variant:
         """The naive variant: the speedup baseline of c2cuda tasks (DESIGN §3)."""

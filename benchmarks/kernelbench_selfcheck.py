@@ -1,0 +1,116 @@
+"""KernelBench self-check of the harness (issue 5's evidence), on a GPU.
+
+For every converted KernelBench problem of the chosen levels it submits two ModelNew candidates
+through `Harness.evaluate_many` (the sandboxed torch worker):
+
+  * ``reference``: the problem's own Model renamed ModelNew -- must be judged correct with a
+    speedup over PyTorch eager of about 1;
+  * ``zeros``: a ModelNew returning zeros of the right shapes -- must fail on every problem,
+    including those whose outputs are near zero (where a pure tolerance check is fooled).
+
+One JSON row per (problem, candidate) is appended to --out (rows already there are skipped,
+so a run resumes); the summary printed at the end covers the whole file.
+
+    python benchmarks/kernelbench_selfcheck.py --source ../shared/data/kernelbench/kernelbench_l1_l3.jsonl \\
+        --levels 1 --out data/bench/kernelbench_selfcheck_<gpu>.jsonl --max-seconds 500
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# KernelBench's float64 references of big problems are computed on the GPU during prepare.
+os.environ.setdefault("CUDAPERF_TORCH_REF_DEVICE", "cuda")
+
+from cudaperf import envinfo, kernelbench  # noqa: E402
+from cudaperf.config import get_profile  # noqa: E402
+
+CANDIDATES = {"reference": kernelbench.reference_as_modelnew, "zeros": kernelbench.zeros_modelnew}
+
+
+def summarize(rows: list[dict]) -> dict:
+    ref = [r for r in rows if r["candidate"] == "reference"]
+    zer = [r for r in rows if r["candidate"] == "zeros"]
+    sp = [r["speedup"] for r in ref if r["status"] == "correct" and r["speedup"]]
+    return {
+        "problems": len({r["task_id"] for r in rows}),
+        "reference_correct": sum(r["status"] == "correct" for r in ref), "reference_total": len(ref),
+        "reference_speedup_median": statistics.median(sp) if sp else None,
+        "reference_speedup_within_0.8_1.25": sum(0.8 <= s <= 1.25 for s in sp),
+        "zeros_rejected": sum(r["status"] != "correct" for r in zer), "zeros_total": len(zer),
+        "not_correct_reference": [(r["task_id"], r["status"], r["message"][:120]) for r in ref
+                                  if r["status"] != "correct"][:20],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--source", required=True, help="KernelBench JSONL, checkout or hub dataset name")
+    ap.add_argument("--levels", type=int, nargs="+", default=[1])
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--limit", type=int, default=0, help="at most this many problems (0 = all)")
+    ap.add_argument("--chunk", type=int, default=16, help="problems per prepare/evaluate round")
+    ap.add_argument("--max-seconds", type=float, default=None)
+    ap.add_argument("--workers-per-gpu", type=int, default=4)
+    a = ap.parse_args(argv)
+    if not envinfo.gpu_available():
+        print("no GPU visible: ModelNew candidates are built and run only on a GPU", file=sys.stderr)
+        return 2
+    from cudaperf.harness import Harness
+
+    problems = kernelbench.load_problems(a.source, levels=tuple(a.levels))
+    tasks, report = kernelbench.convert_all(problems)
+    print(f"{report.converted} of {report.total} problems converted; not convertible: {report.reasons}")
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = set()
+    if out.exists():
+        done = {(r["task_id"], r["candidate"]) for r in map(json.loads, out.read_text().splitlines()) if r}
+    todo = [t for t in tasks if any((t.task_id, c) not in done for c in CANDIDATES)]
+    if a.limit:
+        todo = todo[: a.limit]
+    cfg = get_profile("mini", **{"harness.modelnew_require_kernel": False}).harness
+    h = Harness(cfg, workers_per_gpu=a.workers_per_gpu, use_store=False)
+    start, slowest = time.monotonic(), 0.0
+    try:
+        for i in range(0, len(todo), a.chunk):
+            left = None if a.max_seconds is None else a.max_seconds - (time.monotonic() - start)
+            if left is not None and slowest > left:
+                print(f"time budget: stopping with {len(todo) - i} problems left (run again to resume)")
+                break
+            t0 = time.monotonic()
+            chunk = todo[i:i + a.chunk]
+            errors = h.prepare(chunk)
+            items, keys = [], []
+            for t in chunk:
+                for name, make in CANDIDATES.items():
+                    if (t.task_id, name) not in done:
+                        items.append((t, make(t.reference)))
+                        keys.append((t, name))
+            results = h.evaluate_many(items)
+            with out.open("a") as fh:
+                for (t, name), r in zip(keys, results):
+                    fh.write(json.dumps({
+                        "task_id": t.task_id, "level": t.meta["level"], "candidate": name, "status": r.status,
+                        "speedup": r.speedup, "runtime_ms": r.runtime_ms, "cv": r.cv, "eager_ms": r.eager_ms,
+                        "baseline_ms": r.baseline_ms, "flags": r.flags, "message": r.message[:300],
+                        "prepare_error": errors.get(t.task_id), "gpu": r.gpu,
+                        "failure": (r.failures[0] if r.failures else None)}, default=str) + "\n")
+            slowest = max(slowest, time.monotonic() - t0)
+            print(f"{i + len(chunk)}/{len(todo)} problems, {time.monotonic() - start:.0f} s", flush=True)
+    finally:
+        h.close()
+    rows = [json.loads(x) for x in out.read_text().splitlines() if x]
+    print(json.dumps(summarize(rows), indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
