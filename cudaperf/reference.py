@@ -23,12 +23,14 @@ Guarantees:
 """
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
 import re
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -148,10 +150,58 @@ def _uid_can_run() -> bool:
             and sandbox.accessible_to_others(Path(cudaperf.__file__)))
 
 
+class _MemoryCache:
+    """Recently used reference outputs kept in memory (every candidate of a task is checked
+    against the same few; a perf-size float64 reference is hundreds of MB to read back)."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self._d: collections.OrderedDict[str, dict[str, np.ndarray]] = collections.OrderedDict()
+        self._mu = threading.Lock()
+
+    def get(self, key: str) -> dict[str, np.ndarray] | None:
+        with self._mu:
+            hit = self._d.get(key)
+            if hit is not None:
+                self._d.move_to_end(key)
+            return hit
+
+    def put(self, key: str, arrays: dict[str, np.ndarray]) -> None:
+        n = sum(a.nbytes for a in arrays.values())
+        if n > self.max_bytes:
+            return
+        for a in arrays.values():
+            a.flags.writeable = False  # shared by every caller: nobody may change it
+        with self._mu:
+            if key in self._d:
+                return
+            self._d[key] = arrays
+            self.bytes += n
+            while self.bytes > self.max_bytes:
+                _, old = self._d.popitem(last=False)
+                self.bytes -= sum(a.nbytes for a in old.values())
+
+
+_MEMORY = _MemoryCache(int(float(os.environ.get("CUDAPERF_REF_MEMORY_GB", "4")) * (1 << 30)))
+
+
 def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str | Path,
                       timeout_s: float = 120, mem_limit_gb: float = 8) -> dict[str, np.ndarray]:
-    """Reference outputs (out + inout parameters) for one test and input seed; cached."""
+    """Reference outputs (out + inout parameters) for one test and input seed; cached on disk,
+    and the most recently used ones (up to $CUDAPERF_REF_MEMORY_GB, default 4) in memory,
+    read-only."""
     cache = _ref_dir(task, cache_dir) / _safe(test.name) / f"{int(seed)}.npz"
+    key = str(cache.resolve())
+    if (hit := _MEMORY.get(key)) is not None:
+        return dict(hit)
+    res = _reference_outputs(task, test, seed, cache, cache_dir, timeout_s, mem_limit_gb)
+    _MEMORY.put(key, res)
+    return dict(res)
+
+
+def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cache_dir: str | Path,
+                       timeout_s: float, mem_limit_gb: float) -> dict[str, np.ndarray]:
     shapes = output_shapes(task, test)
     if cache.exists():
         with np.load(cache, allow_pickle=False) as f:

@@ -116,3 +116,20 @@ def test_crash_timeout_and_compile_error_raise(tmp_path):
     with pytest.raises(ref.ReferenceError, match="t/broken.*does not compile") as e:
         ref.build_reference(broken, cache_dir=tmp_path)
     assert "undefined_name" in str(e.value)
+
+
+def test_memory_cache_serves_read_only_copies_and_stays_bounded(tmp_path):
+    import numpy as np
+
+    from cudaperf import reference as R
+
+    mc = R._MemoryCache(max_bytes=3 * 800)
+    a = {"out": np.arange(100, dtype=np.float64)}
+    mc.put("k1", a)
+    got = mc.get("k1")
+    assert got is not None and not got["out"].flags.writeable
+    for i in range(2, 6):
+        mc.put(f"k{i}", {"out": np.zeros(100)})
+    assert mc.bytes <= 3 * 800 and mc.get("k1") is None and mc.get("k5") is not None
+    mc.put("huge", {"out": np.zeros(10_000)})  # larger than the whole cache: not kept
+    assert mc.get("huge") is None
