@@ -20,10 +20,10 @@ if [ ! -f "data/ceilings/$SLUG.json" ]; then
   python3 -m cudaperf.ceilings --out "$OUT" 2>&1 | tail -2 && cp "$OUT/$SLUG.json" data/ceilings/
 fi
 export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
-timeout ${TEST_S:-300} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --timeout 280 \
-  tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py 2>&1 | tail -45 > "$OUT/gpu_tests_$SLUG.log"
+timeout ${TEST_S:-420} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --timeout 400 \
+  tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py tests/test_torchpath.py 2>&1 | tail -45 > "$OUT/gpu_tests_$SLUG.log"
 tail -8 "$OUT/gpu_tests_$SLUG.log"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
-timeout ${BENCH_S:-220} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-200} \
+timeout ${BENCH_S:-150} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-120} \
   --n-load-inline ${NL:-6} --n-repeat ${NR:-72} --out "$OUT" 2>&1 | grep -v "it/s\]" | tail -14
 ls -la "$OUT"
