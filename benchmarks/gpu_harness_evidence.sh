@@ -9,7 +9,7 @@ export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PWD:/tmp/site
+    && export PYTHONPATH=$PWD:/tmp/site PATH=/tmp/site/bin:$PATH
 fi
 SLUG=$(python3 -c "from cudaperf import envinfo; print(envinfo.gpu_slug(envinfo.gpus()[0]['name']))")
 echo "GPU slug: $SLUG"

@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -59,6 +60,19 @@ def worker_can_drop_uid() -> bool:
         (sys.executable, numpy.__file__, torch.__file__, cudaperf.__file__)))
 
 
+def ninja_dir() -> str | None:
+    """Directory of a ninja executable (PATH, else the `ninja` pip package), or None."""
+    found = shutil.which("ninja")
+    if found is None:
+        try:
+            import ninja  # the pip package ships the binary
+
+            found = os.path.join(ninja.BIN_DIR, "ninja")
+        except (ImportError, AttributeError):
+            return None
+    return os.path.dirname(os.path.realpath(found)) if os.path.exists(found) else None
+
+
 def start_worker(h: "Harness", gpu: int | None, scratch: Path, uid: int | None) -> gpuworker.Runner:
     if uid is not None and not worker_can_drop_uid():
         raise RuntimeError("the sandbox uid cannot run this Python (interpreter, numpy, torch or cudaperf "
@@ -69,6 +83,9 @@ def start_worker(h: "Harness", gpu: int | None, scratch: Path, uid: int | None) 
                                  cpu_s=int(BUILD_TIMEOUT_S + 600))
     env = {"PYTHONPATH": pkg, "PYTHONDONTWRITEBYTECODE": "1", "TORCH_EXTENSIONS_DIR": str(scratch / "ext"),
            "MAX_JOBS": "4"}
+    ninja = ninja_dir()
+    if ninja:  # load_inline needs ninja on PATH; the scrubbed PATH may not have it
+        env["PATH"] = ninja + ":" + sandbox.scrubbed_env(None, home=str(scratch))["PATH"]
     return gpuworker.Runner(None, gpu=gpu, scratch=scratch, uid=uid, limits=lim,
                             command=[sys.executable, "-m", "cudaperf.torchworker"], env_extra=env)
 
