@@ -26,9 +26,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# KernelBench's float64 references of big problems are computed on the GPU during prepare.
-os.environ.setdefault("CUDAPERF_TORCH_REF_DEVICE", "cuda")
-
 from cudaperf import envinfo, kernelbench  # noqa: E402
 from cudaperf.config import get_profile  # noqa: E402
 
@@ -60,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=None)
     ap.add_argument("--workers-per-gpu", type=int, default=4)
     a = ap.parse_args(argv)
+    # KernelBench's float64 references of big problems are computed on the GPU during prepare.
+    # Set here, not at import: importing this module (tests do) must not change the process.
+    os.environ.setdefault("CUDAPERF_TORCH_REF_DEVICE", "cuda")
     if not envinfo.gpu_available():
         print("no GPU visible: ModelNew candidates are built and run only on a GPU", file=sys.stderr)
         return 2
