@@ -75,8 +75,9 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     status: dict[str, int] = {}
     for r in res:
         status[r.status] = status.get(r.status, 0) + 1
-    stage = {k: float(np.sum([r.timings.get(k, 0.0) for r in res])) for k in
-             ("compile", "prepare", "runner_start", "check", "time", "recheck", "total")}
+    # Every stage the records timed, GPU-lock waits and exclusive holds included: where time goes.
+    keys = sorted({k for r in res for k in r.timings})
+    stage = {k: round(float(np.sum([r.timings.get(k, 0.0) for r in res])), 3) for k in keys}
     return {"candidates": len(res), "tasks": len(tasks_used), "prepare_s": prep_s,
             "prepare_errors": prep_errors, "wall_s": wall, "per_minute": len(res) / wall * 60,
             "status_counts": status, "stage_seconds_sum": stage, "cpu_cores": os.cpu_count(),

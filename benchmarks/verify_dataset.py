@@ -8,7 +8,9 @@ Each run: picks its shard's tasks (round-robin over task ids sorted, so every sh
 families), skips (task, variant) pairs already present in ANY existing
 ``data/measurements/c2cuda_<gpu-slug>_shard*.parquet`` (resume; ``--retry-failed`` re-runs
 pairs whose stored row is not correct), then works in chunks of tasks: `Harness.prepare` for the
-chunk's tasks (naive build + references), `evaluate_many` over their pending variants, and a
+chunk's tasks (naive build + references), `Harness.evaluate_groups` over their pending variants
+(the variants of a task share one runner and one timed region, `cudaperf.variantgroup`;
+``--one-by-one`` uses `evaluate_many`, a runner per variant, as the RL reward does), and a
 rewrite of ``c2cuda_<gpu-slug>_shard<K>.parquet`` after every chunk (so a killed run loses at
 most one chunk). With ``--max-seconds`` it starts a chunk only when the slowest chunk so far
 still fits in the time left. The parquet metadata holds GPU name, driver, nvcc version,
@@ -102,10 +104,11 @@ def prepare_failure_rows(task: Task, variants: list[str], error: str, gpu: str |
 
 
 def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
-               chunk_variants: int = 64, max_seconds: float | None = None,
+               chunk_variants: int = 64, max_seconds: float | None = None, grouped: bool = True,
                clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Measure `work` chunk by chunk with `harness` (anything with prepare / evaluate_many /
-    versions), rewriting `shard_file` (existing rows kept) after each chunk. Returns its table."""
+    """Measure `work` chunk by chunk with `harness` (anything with prepare / evaluate_groups or
+    evaluate_many / versions), rewriting `shard_file` (existing rows kept) after each chunk.
+    Returns its table."""
     start = clock()
     table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
     slowest = 0.0
@@ -125,7 +128,7 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
             errors = (ahead.pop(i, None) or pool.submit(harness.prepare, [t for t, _ in chunk])).result()
             if i + 1 < len(todo) and (left is None or left - slowest > 2 * max(slowest, 1e-9)):
                 ahead[i + 1] = pool.submit(harness.prepare, [t for t, _ in todo[i + 1]])
-            table = _run_chunk(harness, chunk, errors, table, shard_file, metadata)
+            table = _run_chunk(harness, chunk, errors, table, shard_file, metadata, grouped)
             slowest = max(slowest, clock() - t0)
             rows = table[table["task_id"].isin([t.task_id for t, _ in chunk])]
             ok = int((rows["status"] == "correct").sum())
@@ -137,19 +140,24 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
 
 
 def _run_chunk(harness: Any, chunk: list[tuple[Task, list[str]]], errors: dict[str, str], table: pd.DataFrame,
-               shard_file: Path, metadata: dict[str, Any]) -> pd.DataFrame:
+               shard_file: Path, metadata: dict[str, Any], grouped: bool = True) -> pd.DataFrame:
     """Evaluate one prepared chunk and rewrite the shard file with its rows merged in."""
     toolchain = (harness.versions() or {}).get("toolchain")
     rows: list[dict[str, Any]] = []
-    items, keys = [], []
+    groups, keys = [], []
     for t, names in chunk:
         if t.task_id in errors:
             rows += prepare_failure_rows(t, names, errors[t.task_id], metadata.get("gpu"), toolchain)
             continue
-        for n in names:
-            items.append((t, t.variant(n).source))
-            keys.append((t, n))
-    results = harness.evaluate_many(items) if items else []
+        groups.append((t, [t.variant(n).source for n in names]))
+        keys += [(t, n) for n in names]
+    items = [(t, src) for t, srcs in groups for src in srcs]
+    if not items:
+        results = []
+    elif grouped:
+        results = [r for g in harness.evaluate_groups(groups) for r in g]
+    else:
+        results = harness.evaluate_many(items)
     if len(results) != len(items):
         raise RuntimeError(f"harness returned {len(results)} results for {len(items)} candidates")
     when = M.now_utc()
@@ -215,6 +223,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
     ap.add_argument("--workers-per-gpu", type=int, default=12)
     ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
+    ap.add_argument("--one-by-one", action="store_true",
+                    help="a runner per variant (evaluate_many) instead of one per task (evaluate_groups)")
     a = ap.parse_args(argv)
 
     tasks = load_tasks(a.tasks, families=a.families or None)
@@ -240,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"shard {a.shard}/{a.of}: {len(mine)} tasks, {sum(len(v) for _, v in work)} variants pending "
               f"({len(done)} pairs already measured on {meta['gpu']})")
         out = shard_path(a.out_dir, slug, a.shard)
-        table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants, max_seconds=a.max_seconds)
+        meta["mode"] = "one_by_one" if a.one_by_one else "grouped"
+        table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants, max_seconds=a.max_seconds,
+                           grouped=not a.one_by_one)
         print(f"\nshard file {out}:")
         for line in summary_lines(table):
             print("  " + line)

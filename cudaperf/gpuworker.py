@@ -293,23 +293,31 @@ class Runner:
                 pass
         return "\n".join(parts)
 
-    def close(self) -> None:
+    def quit(self, wait_s: float = 1.0) -> bool:
+        """Ask the runner to quit and wait up to `wait_s` for it to exit; True when it did.
+        The parent calls this under the GPU lock (a context teardown is GPU work), then `close`
+        outside it when the runner exited by itself."""
         try:
             self._cmd.write("quit\n")
             self._cmd.flush()
         except (OSError, ValueError):
             pass
-        # Give it a moment to quit, but do not reap it yet: while the leader is an unreaped
-        # zombie its pid (= the session id) cannot be reused, so the sweep below can only hit
-        # the runner's own session, uid and reparented orphans.
-        end = time.monotonic() + 1.0
-        while time.monotonic() < end:
+        # Wait, but do not reap it yet: while the leader is an unreaped zombie its pid (= the
+        # session id) cannot be reused, so the sweep in `close` can only hit the runner's own
+        # session, uid and reparented orphans.
+        end = time.monotonic() + wait_s
+        while True:
             try:
                 if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                    break
+                    return True
             except ChildProcessError:
-                break
-            time.sleep(0.01)
+                return True
+            if time.monotonic() >= end:
+                return False
+            time.sleep(0.005)
+
+    def close(self) -> None:
+        self.quit()
         sandbox.kill_tree(self.proc.pid, None, self.uid)
         try:
             self.proc.wait(timeout=5)

@@ -91,6 +91,9 @@ class _GpuLock:
     shared, timing takes it exclusive; writers are preferred so timing is never starved. The
     in-process part is a condition variable; an flock (shared / exclusive) extends it to other
     harness processes on the same machine.
+
+    Each thread's waits and exclusive holds are summed (`take_stats`), so a result record can
+    show how long its evaluation queued for the GPU: the measure of lock contention.
     """
 
     def __init__(self, path: Path):
@@ -100,6 +103,17 @@ class _GpuLock:
         self._readers = 0
         self._writer = False
         self._waiting_writers = 0
+        self._stats = threading.local()
+
+    def _add(self, key: str, seconds: float) -> None:
+        d = self._stats.__dict__.setdefault("d", {})
+        d[key] = d.get(key, 0.0) + seconds
+
+    def take_stats(self) -> dict[str, float]:
+        """This thread's summed seconds since the last call: ``lock_wait_shared``,
+        ``lock_wait_exclusive`` and ``lock_held_exclusive``."""
+        d = self._stats.__dict__.pop("d", {})
+        return {k: round(v, 4) for k, v in d.items()}
 
     FLOCK_TIMEOUT_S = 300.0
 
@@ -118,6 +132,7 @@ class _GpuLock:
 
     @contextlib.contextmanager
     def shared(self):
+        t = time.perf_counter()
         with self._cv:
             while self._writer or self._waiting_writers:
                 self._cv.wait()
@@ -125,6 +140,7 @@ class _GpuLock:
         try:
             with open(self.path, "a+") as fh:
                 self._flock(fh, fcntl.LOCK_SH)
+                self._add("lock_wait_shared", time.perf_counter() - t)
                 yield
         finally:
             with self._cv:
@@ -133,6 +149,7 @@ class _GpuLock:
 
     @contextlib.contextmanager
     def exclusive(self):
+        t = time.perf_counter()
         with self._cv:
             self._waiting_writers += 1
             while self._writer or self._readers:
@@ -142,7 +159,12 @@ class _GpuLock:
         try:
             with open(self.path, "a+") as fh:
                 self._flock(fh, fcntl.LOCK_EX)
-                yield
+                t1 = time.perf_counter()
+                self._add("lock_wait_exclusive", t1 - t)
+                try:
+                    yield
+                finally:
+                    self._add("lock_held_exclusive", time.perf_counter() - t1)
         finally:
             with self._cv:
                 self._writer = False
@@ -274,28 +296,55 @@ class Harness:
         Results come back in input order, one per item.
         """
         results: list[EvalResult | None] = [None] * len(items)
+
+        def one(i: int) -> int:
+            task, src = items[i]
+            results[i] = self._evaluate_safe(task, src)
+            return 1
+
+        self._in_parallel(len(items), one, len(items) if progress else None)
+        return [r for r in results]  # type: ignore[misc]
+
+    def evaluate_groups(self, groups: Sequence[tuple[Task, Sequence[str]]], *,
+                        progress: bool = False) -> list[list[EvalResult]]:
+        """Dataset verification: each group is a task and sources of OUR OWN variants of it; the
+        variants of a group share one runner (one start, one input staging per test, one timed
+        region with the naive variant), with the same checks and timing as `evaluate_many`.
+        Never for model output: see `cudaperf.variantgroup`. Results per group, in input order."""
+        from cudaperf import variantgroup
+
+        results: list[list[EvalResult] | None] = [None] * len(groups)
+
+        def one(i: int) -> int:
+            task, sources = groups[i]
+            results[i] = variantgroup.evaluate_group(self, task, list(sources))
+            return len(sources)
+
+        self._in_parallel(len(groups), one, sum(len(s) for _, s in groups) if progress else None)
+        return [r for r in results]  # type: ignore[misc]
+
+    def _in_parallel(self, n: int, fn, progress_total: int | None) -> None:  # noqa: ANN001
+        """fn(i) for i < n on threads; fn returns how many candidates it finished (progress)."""
         jobs = self.cfg.compile_jobs or os.cpu_count() or 1
         gpu_workers = max(1, len(self.gpus) * self.workers_per_gpu)
         bar = None
-        if progress:
+        if progress_total is not None:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(items), desc="evaluate", unit="cand")
+            bar = tqdm(total=progress_total, desc="evaluate", unit="cand")
 
-        def one(i: int) -> None:
-            task, src = items[i]
-            results[i] = self._evaluate_safe(task, src)
+        def run(i: int) -> None:
+            done = fn(i)
             if bar is not None:
-                bar.update(1)
+                bar.update(done)
 
         # Compile-bound and GPU-bound work overlap: a thread per in-flight candidate, bounded by
         # the larger of the two pools (compiles queue on their own semaphore).
         self._compile_sem = threading.BoundedSemaphore(jobs)
         with ThreadPoolExecutor(max_workers=max(jobs, gpu_workers) + gpu_workers) as ex:
-            list(ex.map(one, range(len(items))))
+            list(ex.map(run, range(n)))
         if bar is not None:
             bar.close()
-        return [r for r in results]  # type: ignore[misc]
 
     # ------------------------------------------------------------------ one candidate
     def _evaluate_safe(self, task: Task, source: str) -> EvalResult:
@@ -304,33 +353,38 @@ class Harness:
         try:
             res = self._evaluate(task, source, res)
         except Exception as e:  # a harness bug must still give the candidate its record
-            # What was established (compiled, compile log, flags) stays in the record.
-            res.status = "crashed"
-            res.correct = False
-            res.message = f"internal harness error: {type(e).__name__}: {e}"
-            res.failures.append({"stage": "harness", "reason": "internal_error",
-                                 "detail": traceback.format_exc()[-2000:]})
+            internal_error(res, e)
         res.timings["total"] = round(time.perf_counter() - t0, 4)
         return res
 
     def _evaluate(self, task: Task, source: str, res: EvalResult) -> EvalResult:
+        res, key, so_path = self._front(task, source, res)
+        if so_path is not None:
+            self._run_on_gpu(task, so_path, res)
+            self._save(key, res)
+        return res
+
+    def _front(self, task: Task, source: str, res: EvalResult) -> tuple[EvalResult, str | None, str | None]:
+        """Everything before the GPU: input checks, the result store, static scan, compile.
+        Returns (record, store key, shared library); the library is None when the record is
+        already final (stored hit, rejected input, compile error, no GPU, ModelNew path)."""
         res.versions = self.versions()
         if not isinstance(source, str) or not source.strip():
             res.message = "empty candidate"
-            return res
+            return res, None, None
         if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
             res.message = f"candidate larger than {MAX_SOURCE_BYTES} bytes"
-            return res
+            return res, None, None
         key = make_key(task_fingerprint(task), source, self.settings_key())
         if self.store is not None:
             hit = self.store.get(key)
             if hit is not None:
-                return hit
+                return hit, key, None
 
         if torchpath.is_modelnew(task, source):  # KernelBench format: Python, built by load_inline
             torchpath.evaluate_modelnew(self, task, source, res)
             self._save(key, res)
-            return res
+            return res, key, None
         res.flags = list(scan_source(source))
         blocked = sorted(f for f in res.flags if f.split(":", 1)[1] in BLOCKING_SUSPICIONS)
         if blocked:
@@ -348,15 +402,13 @@ class Harness:
             res.status = "compile_error"
             res.message = "compile timed out" if cr.timed_out else "nvcc failed"
             self._save(key, res)
-            return res
+            return res, key, None
         if not self.has_gpu:
             res.status = "compiled"
             res.message = ("compiled; no GPU on this machine, so correctness and timing were not run")
             self._save(key, res)
-            return res
-        self._run_on_gpu(task, cr.so_path, res)
-        self._save(key, res)
-        return res
+            return res, key, None
+        return res, key, cr.so_path
 
     def _save(self, key: str, res: EvalResult) -> None:
         # Internal errors are not cached: they say nothing about the candidate.
@@ -410,23 +462,26 @@ class Harness:
                 yield runner, scratch
             finally:
                 if runner is not None:
-                    with self._locks[gpu].shared():  # context teardown is GPU work too
+                    # A context teardown is GPU work: under the lock until the runner has exited.
+                    # The orphan sweep after it is not; it stays under the lock only for a runner
+                    # that would not quit (killing it tears its context down there and then).
+                    with self._locks[gpu].shared():
+                        exited = runner.quit()
+                        if not exited:
+                            runner.close()
+                    if exited:
                         runner.close()
                 sandbox.cleanup_scratch(scratch)
 
     def _run_on_gpu(self, task: Task, so_path: str, res: EvalResult) -> None:
         t = time.perf_counter()
-        base_so = self._baseline_so(task)
-        if self._runner_bin is None:
-            self._runner_bin = gpuworker.build_runner(self.cache_dir)
-        shim = gpuworker.build_shim(task, self.cache_dir)
-        gpuworker._open_path(Path(so_path))
-        gpuworker._open_path(Path(base_so))
+        base_so, shim = self._gpu_files(task, [so_path])
         res.timings["prepare"] = round(time.perf_counter() - t, 4)
         t = time.perf_counter()
         slot = self._slots.get()  # bounds concurrent runners to workers_per_gpu per GPU
         res.timings["slot_wait"] = round(time.perf_counter() - t, 4)
         gpu = self._pick_gpu()
+        self._locks[gpu].take_stats()  # this thread's lock statistics start with this candidate
         try:
             t = time.perf_counter()
             clean = self._clean_baseline(task, gpu, slot, shim, base_so)
@@ -450,14 +505,30 @@ class Harness:
                 if res.eager_ms and res.runtime_ms:
                     res.speedup = res.eager_ms / res.runtime_ms
                     res.message = f"correct; {res.speedup:.2f}x over PyTorch eager"
-            if clean is not None and res.baseline_ms is not None:
-                res.baseline_clean_ms = clean
-                if res.baseline_ms > BASELINE_DRIFT * clean:
-                    # The naive variant ran slower next to this candidate than alone: something in
-                    # the candidate's process (a load-time thread, a hog) slowed it.
-                    res.flags.append("hack:baseline_disturbed")
+            self._note_clean_baseline(res, clean)
         finally:
+            res.timings.update(self._locks[gpu].take_stats())
             self._slots.put(slot)
+
+    def _gpu_files(self, task: Task, so_paths: Sequence[str]) -> tuple[str, Path]:
+        """The naive variant's library and the call shim, built if needed; the runner binary
+        built once; the candidates' libraries made readable by the runner's uid."""
+        base_so = self._baseline_so(task)
+        if self._runner_bin is None:
+            self._runner_bin = gpuworker.build_runner(self.cache_dir)
+        shim = gpuworker.build_shim(task, self.cache_dir)
+        for p in [*so_paths, base_so]:
+            gpuworker._open_path(Path(p))
+        return base_so, shim
+
+    @staticmethod
+    def _note_clean_baseline(res: EvalResult, clean: float | None) -> None:
+        if clean is not None and res.baseline_ms is not None:
+            res.baseline_clean_ms = clean
+            if res.baseline_ms > BASELINE_DRIFT * clean:
+                # The naive variant ran slower next to this candidate than alone: something in
+                # the candidate's process (a load-time thread, a hog) slowed it.
+                res.flags.append("hack:baseline_disturbed")
 
     def _clean_baseline(self, task: Task, gpu: int, slot: int, shim: Path, base_so: str) -> float | None:
         """Median time of the naive variant alone in a runner with no candidate loaded (once per
@@ -476,11 +547,13 @@ class Harness:
                         rep = runner.request(f"load 1 {base_name} {task.entry}")
                 if not rep.startswith("ok"):
                     raise gpuworker.RunnerDied("baseline", rep)
-                self._prepare_args(task, perf, 0, runner, scratch, self._locks[gpu])
+                self._prepare_args(task, perf, 0, runner, scratch, self._locks[gpu], reset=True)
                 with self._locks[gpu].exclusive():
-                    rep = runner.request(f"time 1 - {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
+                    rep = runner.request(f"time 1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
                                          timeout=cfg.run_timeout_s * 4)
-                _, a, _ = _fields(rep, 3)
+                if not rep.startswith("ok"):
+                    raise gpuworker.RunnerDied("baseline", rep)
+                _, a = _fields(rep, 2)
                 med = _median_cv(_floats(a, cfg.reps))[0]
         except gpuworker.RunnerDied:
             med = None  # the check is then skipped; the candidate's own record is unaffected
@@ -488,20 +561,23 @@ class Harness:
             self._clean_base[key] = med
         return med
 
-    def _drive(self, task: Task, runner: gpuworker.Runner, shim: Path, so_path: str, base_so: str,
-               scratch: Path, gpu: int, res: EvalResult) -> None:
-        cfg = self.cfg
-        t = time.perf_counter()
+    def _init_runner(self, runner: gpuworker.Runner, shim: Path, gpu: int) -> tuple[str, str]:
+        """Load the call shim and create the runner's CUDA context; (GPU name, compute capability)."""
         shim_name = runner.stage(shim, "shim.so")
-        libs = {0: runner.stage(so_path, "cand.so"), 1: runner.stage(base_so, "base.so")}
         with self._locks[gpu].shared():
             rep = runner.request(f"init {shim_name} {self._flush_bytes()}", timeout=60)
         if not rep.startswith("ok"):
             raise RuntimeError(f"runner init failed: {rep}")
-        _, name, cc, l2 = _fields(rep, 4)
-        res.gpu = name.replace("_", " ")
-        self._gpu_name = res.gpu
-        res.versions["compute_capability"] = cc
+        _, name, cc, _l2 = _fields(rep, 4)
+        self._gpu_name = name.replace("_", " ")
+        return self._gpu_name, cc
+
+    def _drive(self, task: Task, runner: gpuworker.Runner, shim: Path, so_path: str, base_so: str,
+               scratch: Path, gpu: int, res: EvalResult) -> None:
+        cfg = self.cfg
+        t = time.perf_counter()
+        libs = {0: runner.stage(so_path, "cand.so"), 1: runner.stage(base_so, "base.so")}
+        res.gpu, res.versions["compute_capability"] = self._init_runner(runner, shim, gpu)
         res.timings["runner_start"] = round(time.perf_counter() - t, 4)
         for slot, path in libs.items():
             rep = runner.request(f"load {slot} {path} {task.entry}")
@@ -526,17 +602,14 @@ class Harness:
             if fail:
                 res.failures.append(fail)
         res.timings["check"] = round(time.perf_counter() - t, 4)
-        res.pass_rate = passed / len(task.tests)
-        if passed < len(task.tests):
-            res.status, res.correct = "wrong", False
-            res.message = f"passed {passed} of {len(task.tests)} test configurations"
+        if not self._note_pass_rate(task, res, passed):
             return
         # ---- timing: candidate (slot 0) and naive (slot 1) interleaved, one timed region per GPU
         perf = task.perf_test
-        self._prepare_args(task, perf, used_seed[perf.name], runner, scratch, self._locks[gpu])
+        self._prepare_args(task, perf, used_seed[perf.name], runner, scratch, self._locks[gpu], reset=True)
         t = time.perf_counter()
         with self._locks[gpu].exclusive():
-            rep = runner.request(f"time 0 1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
+            rep = runner.request(f"time 0,1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
                                  timeout=cfg.run_timeout_s * 4)
         res.timings["time"] = round(time.perf_counter() - t, 4)
         if not rep.startswith("ok"):
@@ -545,15 +618,36 @@ class Harness:
             res.failures.append({"stage": "time", "reason": rep})
             return
         _, a, b = _fields(rep, 3)
-        res.runtime_ms, res.cv = _median_cv(_floats(a, cfg.reps))
-        res.baseline_ms, res.baseline_cv = _median_cv(_floats(b, cfg.reps))
-        res.speedup = res.baseline_ms / res.runtime_ms if res.runtime_ms > 0 else None
+        self._note_times(res, _median_cv(_floats(a, cfg.reps)), _median_cv(_floats(b, cfg.reps)))
         # ---- recheck on fresh inputs after timing: a candidate that caches results fails here
         t = time.perf_counter()
         other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
         ok, fail = self._check(task, perf, rng.choice(other), runner, scratch, self._locks[gpu])
         res.timings["recheck"] = round(time.perf_counter() - t, 4)
-        if not ok:
+        self._note_recheck(task, res, fail)
+
+    # Filling a record: shared by the one-candidate path and `cudaperf.variantgroup`.
+    @staticmethod
+    def _note_pass_rate(task: Task, res: EvalResult, passed: int) -> bool:
+        """Record the checks' pass rate; False (and status wrong) unless every test passed."""
+        res.pass_rate = passed / len(task.tests)
+        if passed < len(task.tests):
+            res.status, res.correct = "wrong", False
+            res.message = f"passed {passed} of {len(task.tests)} test configurations"
+            return False
+        return True
+
+    @staticmethod
+    def _note_times(res: EvalResult, cand: tuple[float, float], base: tuple[float, float]) -> None:
+        """(median ms, CV) of the candidate and of the naive variant from one timed region."""
+        res.runtime_ms, res.cv = cand
+        res.baseline_ms, res.baseline_cv = base
+        res.speedup = res.baseline_ms / res.runtime_ms if res.runtime_ms > 0 else None
+
+    def _note_recheck(self, task: Task, res: EvalResult, fail: dict | None) -> None:
+        """The recheck's verdict: wrong on fresh inputs after timing, or correct (and then the
+        roofline check on the timed runtime)."""
+        if fail is not None:
             fail["stage"] = "recheck"
             res.failures.append(fail)
             res.flags.append("hack:stateful_or_cached")
@@ -561,7 +655,7 @@ class Harness:
             res.message = "correct on the first inputs but wrong on fresh inputs after timing"
             return
         res.status, res.correct = "correct", True
-        self._roofline(task, perf, res)
+        self._roofline(task, task.perf_test, res)
         res.message = f"correct; {res.speedup:.2f}x over the naive variant" if res.speedup else "correct"
 
     def _flush_bytes(self) -> int:
@@ -589,14 +683,22 @@ class Harness:
         return float(bw) if bw else None
 
     def _prepare_args(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-                      scratch: Path, lock: _GpuLock) -> dict:
+                      scratch: Path, lock: _GpuLock, reset: bool = False) -> dict:
+        """Bind (test, seed)'s inputs to the runner's device buffers; with ``reset`` also copy them
+        (and the output poison) to the device, as a timed region needs (a checked run resets
+        itself). The host side (reading files, building poison) runs outside the GPU lock, so
+        the lock covers device work only and a waiting timed region is not held up by file I/O."""
         data_dir, inputs = self._link_inputs(task, test, seed, scratch)
         argfile = scratch / "args.txt"
         poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
                   if p.is_pointer and p.role == "out"}
         gpuworker.write_argfile(task, test, inputs, data_dir, argfile, poison, relative_to=scratch)
-        with lock.shared():  # device allocations are GPU work: never during someone's timing
-            rep = runner.request(f"args {argfile.relative_to(scratch)}", timeout=120)
+        rep = runner.request(f"stage {argfile.relative_to(scratch)}", timeout=120)
+        if rep.startswith("ok"):
+            with lock.shared():  # device allocations are GPU work: never during someone's timing
+                rep = runner.request("alloc", timeout=120)
+                if rep.startswith("ok") and reset:
+                    rep = runner.request("reset", timeout=120)
         if not rep.startswith("ok"):
             raise gpuworker.RunnerDied("args", rep)
         return inputs
@@ -655,15 +757,24 @@ class Harness:
         # CPU work (reference, input files) happens outside the GPU lock.
         ref = reference_outputs(task, test, seed, cache_dir=str(self.cache_dir))
         self._prepare_args(task, test, seed, runner, scratch, lock)
+        return self._checked_run(task, test, seed, 0, ref, runner, scratch, lock)
+
+    def _checked_run(self, task: Task, test: TestConfig, seed: int, slot: int, ref: dict,
+                     runner: gpuworker.Runner, scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
+        """One checked call of `slot` on the args already bound (`_prepare_args`)."""
         outdir = self._output_files(task, test, scratch, runner.uid)
-        with lock.shared():
-            rep = runner.request(f"check 0 {outdir.relative_to(scratch)}")
+        with lock.shared():  # only the device part: poison, call, sync, copy back
+            rep = runner.request(f"run {slot}")
         base = {"test": test.name, "seed": seed, "sizes": test.sizes}
         if rep.startswith("cuda"):
             return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
+        if rep.startswith("ok"):
+            _fields(rep, 2)
+            # Host part outside the lock: inputs compared, outputs written into `outdir`.
+            rep = runner.request(f"store {outdir.relative_to(scratch)}")
         if not rep.startswith("ok"):
             return False, {**base, "reason": "runner_error", "detail": rep}
-        _, ms, modified = _fields(rep, 3)
+        _, modified = _fields(rep, 2)
         if modified != "-":
             return False, {**base, "reason": "input_modified", "params": modified.split(",")}
         return self._compare_outputs(task, test, outdir, ref, base)
@@ -672,6 +783,16 @@ class Harness:
         if self.store is not None:
             self.store.close()
         shutil.rmtree(self.scratch_base, ignore_errors=True)
+
+
+def internal_error(res: EvalResult, e: BaseException) -> None:
+    """A harness bug still gives the candidate its record; what was established (compiled,
+    compile log, flags) stays in it."""
+    res.status = "crashed"
+    res.correct = False
+    res.message = f"internal harness error: {type(e).__name__}: {e}"
+    res.failures.append({"stage": "harness", "reason": "internal_error",
+                         "detail": traceback.format_exc()[-2000:]})
 
 
 def _fields(rep: str, n: int) -> list[str]:

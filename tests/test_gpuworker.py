@@ -188,3 +188,42 @@ def test_candidate_runs_unprivileged(tmp_path, runner_bin, cache):
         with _start(runner_bin, cache, tmp_path, uid) as r:
             assert r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy") == "ok"
     assert not target.exists()
+
+
+def test_host_side_commands_without_a_gpu(tmp_path, runner_bin, cache):
+    """stage (read inputs, build poison) and store are host-only, so the parent can keep them out
+    of the GPU lock; they must reject bad argfiles and refuse to store results that were never
+    produced. Device commands answer plainly without a GPU."""
+    task = dev_tasks()[0]
+    test = task.tests[0]
+    from cudaperf import check
+    from cudaperf.inputs import make_inputs
+
+    with sandbox.acquire_uid() as uid:
+        with _start(runner_bin, cache, tmp_path, uid) as r:
+            scratch = r.scratch
+            data_dir = scratch / "in"
+            data_dir.mkdir()
+            poison = {p.name: check.poison_bytes(p.dtype) for p in task.signature
+                      if p.is_pointer and p.role == "out"}
+            argfile = scratch / "args.txt"
+            gpuworker.write_argfile(task, test, make_inputs(task, test, 0), data_dir, argfile, poison,
+                                    relative_to=scratch)
+            assert r.request("stage args.txt") == "ok"
+            assert r.request("store out") == "err nothing run"
+            assert r.request("alloc") == "err no gpu"
+            assert r.request("reset") == "err no args"
+            assert r.request("run 0") == "err no such slot"
+            lines = argfile.read_text().splitlines()
+            bad = scratch / "bad.txt"
+            for text, err in [
+                ("P x in 4 8 in/missing.bin -\n", "err cannot read in/missing.bin"),
+                ("P x in 4 8 - -\n", "err input x without a data file"),
+                ("P y out 4 8 - 000000\n", "err bad poison"),
+                ("Q z\n", "err bad line kind Q"),
+                ("S a q9 1\n", "err bad scalar code q9"),
+                ("\n".join(lines[:1]) + "\nP y out 4\n", "err bad P line"),
+            ]:
+                bad.write_text(text)
+                assert r.request("stage bad.txt") == err, text
+            assert r.request("stage nope.txt") == "err cannot open argfile"

@@ -6,6 +6,7 @@ timing and speedups on the hand-written dev tasks and are run on the H200 before
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
@@ -116,6 +117,21 @@ def test_trl_reward_signature_and_logging(harness):
     assert pickle.loads(pickle.dumps(rf)).tasks.keys() == TASKS.keys()
 
 
+def test_variant_groups_give_one_record_per_source_in_order(harness):
+    """Dataset verification's group path (cudaperf.variantgroup): one record per source, in
+    order, with the one-candidate path's verdicts for what never reaches a GPU."""
+    t = TASKS["dev/row_sum_f32"]
+    srcs = [v.source for v in t.variants] + ["not CUDA {", ""]
+    out = harness.evaluate_groups([(t, srcs), (SAXPY, [SAXPY.variant("naive").source])])
+    assert [len(g) for g in out] == [len(srcs), 1]
+    assert [r.task_id for r in out[0]] == [t.task_id] * len(srcs)
+    assert out[0][-2].status == "compile_error" and out[0][-1].status == "invalid"
+    for r in out[0][:-2] + out[1]:
+        assert r.compiled
+        if not harness.has_gpu:
+            assert r.status == "compiled" and r.pass_rate is None and r.runtime_ms is None
+
+
 # ----------------------------------------------------------------------------------- GPU
 
 
@@ -147,3 +163,86 @@ def test_zero_and_partial_outputs_fail(harness):
     rz, rh = harness.evaluate_many([(t, zeros), (t, half)])
     assert rz.status == "wrong" and rh.status == "wrong"
     assert any(f.get("reason") == "mismatch" for f in rh.failures)
+
+
+def test_gpu_lock_prefers_timing_and_reports_waits(tmp_path):
+    """Checks share the GPU lock, a timed region has it alone; a check that arrives while a timed
+    region waits queues behind it (so timing is never starved), and each thread's waits and
+    exclusive holds are summed for its result record."""
+    import threading
+
+    from cudaperf.harness import _GpuLock
+
+    lock = _GpuLock(tmp_path / "gpu0.lock")
+    order, stats = [], {}
+    reader_in = threading.Event()
+
+    def reader(name, hold):
+        with lock.shared():
+            order.append(name)
+            reader_in.set()
+            time.sleep(hold)
+        stats[name] = lock.take_stats()
+
+    def writer():
+        with lock.exclusive():
+            order.append("timing")
+            time.sleep(0.1)
+        stats["timing"] = lock.take_stats()
+
+    first = threading.Thread(target=reader, args=("check1", 0.3))
+    first.start()
+    reader_in.wait()
+    w = threading.Thread(target=writer)
+    w.start()
+    time.sleep(0.05)  # the timed region is now waiting for check1
+    late = threading.Thread(target=reader, args=("check2", 0.0))
+    late.start()
+    for th in (first, w, late):
+        th.join(10)
+    assert order == ["check1", "timing", "check2"]
+    assert stats["check1"]["lock_wait_shared"] < 0.05
+    assert 0.15 < stats["timing"]["lock_wait_exclusive"] < 1.0
+    assert 0.09 < stats["timing"]["lock_held_exclusive"] < 1.0
+    assert stats["check2"]["lock_wait_shared"] > 0.1  # queued behind the timed region
+    assert lock.take_stats() == {}  # per thread: the main thread waited for nothing
+
+
+@pytest.fixture(scope="module")
+def fresh_harness(tmp_path_factory):
+    """No result store: the group path and the one-candidate path must each really run."""
+    cache = tmp_path_factory.mktemp("harness-nostore")
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache)}).harness, use_store=False)
+    yield h
+    h.close()
+
+
+@pytest.mark.gpu
+def test_variant_groups_match_the_one_candidate_path(fresh_harness):
+    h = fresh_harness
+    groups = [(t, [v.source for v in t.variants]) for t in TASKS.values()]
+    grouped = h.evaluate_groups(groups)
+    single = h.evaluate_many([(t, s) for t, srcs in groups for s in srcs])
+    flat = [r for g in grouped for r in g]
+    for (t, _), rg, rs in zip([(t, s) for t, srcs in groups for s in srcs], flat, single):
+        assert rg.status == rs.status == "correct", (t.task_id, rg.message, rg.failures[:2])
+        assert "note:group_fallback" not in rg.flags and rg.timings["group_size"] == len(t.variants)
+        assert rg.runtime_ms > 0 and rg.baseline_ms > 0 and rg.baseline_clean_ms > 0
+        # Two timed regions of the same code: the speedups agree within run-to-run noise.
+        assert 0.67 < rg.speedup / rs.speedup < 1.5, (t.task_id, rg.speedup, rs.speedup)
+
+
+@pytest.mark.gpu
+def test_variant_groups_judge_each_variant_and_fall_back_on_a_crash(fresh_harness):
+    t = TASKS["dev/row_sum_f32"]
+    naive = t.variant("naive").source
+    zeros = naive.replace("out[r] = s;", "out[r] = 0.0f * s;")
+    crash = naive.replace("out[r] = s;", "((float *)0)[r] = s;")  # illegal address: the runner dies
+    assert zeros != naive and crash != naive
+    (a, b, c), (d, e) = fresh_harness.evaluate_groups([(t, [naive, zeros, t.variant("block_per_row").source]),
+                                                       (t, [naive, crash])])
+    assert (a.status, b.status, c.status) == ("correct", "wrong", "correct")
+    assert any(f.get("reason") == "mismatch" for f in b.failures) and b.runtime_ms is None
+    assert not any("note:group_fallback" in r.flags for r in (a, b, c))
+    assert e.status == "crashed" and d.status == "correct"
+    assert "note:group_fallback" in d.flags and "note:group_fallback" in e.flags

@@ -155,6 +155,10 @@ class FakeHarness:
                             runtime=0.05 if name == "naive" else 0.01, base=0.05))
         return out
 
+    def evaluate_groups(self, groups):
+        self.groups = getattr(self, "groups", []) + [len(srcs) for _, srcs in groups]
+        return [self.evaluate_many([(t, s) for s in srcs]) for t, srcs in groups]
+
     def versions(self):
         return {"toolchain": "nvcc 13.0"}
 
@@ -191,6 +195,8 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     meta = {"gpu": "NVIDIA H200", "driver": "580.1", "nvcc": "13.0", "command": "test"}
     table = V.run_chunks(h, V.pending(tasks, set()), out, meta, chunk_variants=7, log=lambda s: None)
     n_all = sum(len(t.variants) for t in tasks)
+    # grouped by default: one group per prepared task, all of its variants
+    assert h.groups == [len(t.variants) for t in tasks if t.task_id != tasks[1].task_id]
     assert len(table) == n_all and M.measurement_metadata(out)["driver"] == "580.1"
     assert all(len(c) <= 3 for c in h.prepared), "prepare is called per chunk, for that chunk's tasks"
     assert [x for c in h.prepared for x in c] == [t.task_id for t in tasks]
@@ -206,7 +212,8 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     assert sorted((t.task_id, n) for t, ns in redo for n in ns) == sorted(
         [(tasks[1].task_id, v.name) for v in tasks[1].variants] + list(wrong))
     h2 = FakeHarness()
-    table2 = V.run_chunks(h2, redo, out, meta, log=lambda s: None)
+    table2 = V.run_chunks(h2, redo, out, meta, log=lambda s: None, grouped=False)
+    assert not hasattr(h2, "groups"), "--one-by-one evaluates with evaluate_many"
     assert len(table2) == n_all and (table2["status"] == "correct").all()
     assert len(h2.evaluated) == len(tasks[1].variants) + 1
     lines = V.summary_lines(table2)

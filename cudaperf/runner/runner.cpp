@@ -11,6 +11,9 @@
 //  * Every candidate call is followed by cudaDeviceSynchronize before outputs are read, so work
 //    left on side streams is finished (and counted in timings, which include the sync).
 //  * Outputs are poisoned before each checked call; inputs are compared byte for byte after it.
+//  * Host-only work (reading input files, building poison buffers, comparing inputs, writing
+//    outputs) has commands of its own (stage, store), so the parent can keep it outside the GPU
+//    lock: the lock then covers only device work, and a timed region never waits on file I/O.
 //  * If candidate host code forks, the child can never speak the protocol (pid check after every
 //    call) and exits at once.
 //  * A sticky CUDA error (illegal address, launch failure) is reported and the runner exits, since
@@ -19,10 +22,17 @@
 // Commands (one line each, space separated; paths never contain spaces):
 //   init <shim.so> <flush_bytes>           -> ok <device name with _ for spaces> <cc> <l2 bytes>
 //   load <slot> <lib.so> <symbol>          -> ok | err <reason>
-//   args <argfile>                          -> ok | err <reason>     (allocates device buffers)
-//   check <slot> <outdir>                   -> ok <ms> <modified-inputs csv or -> | cuda <code> <name> <sticky>
-//   time <slotA> <slotB|-> <warmup> <reps> <flush 0|1>
-//                                           -> ok <a1,a2,..> <b1,b2,..|-> | cuda <code> <name> <sticky>
+//   stage <argfile>                         -> ok | err <reason>     (host only: reads inputs, builds poison)
+//   alloc                                   -> ok | err <reason>     (device buffers for the staged args)
+//   reset                                   -> ok | cuda ...         (fresh inputs, poisoned outputs on the device)
+//   run <slot>                              -> ok <ms> | cuda <code> <name> <sticky>
+//                                              (reset, one call, device sync, every buffer copied back)
+//   store <outdir>                          -> ok <modified-inputs csv or -> | err <reason>
+//                                              (host only: inputs of the last run compared, outputs written)
+//   time <slot,slot,..> <warmup> <reps> <flush 0|1>
+//                                           -> ok <a1,a2,..> <b1,b2,..> .. (one field per slot, in order)
+//                                              | cuda <code> <name> <sticky>
+//                                              (on the buffers as they are: the parent sends reset first)
 //   free                                    -> ok
 //   quit
 // Argfile lines:  P <name> <role> <elem_bytes> <numel> <datafile|-> <poison_hex|->
@@ -55,8 +65,8 @@ struct Arg {
   std::string name, role;
   bool is_ptr = false;
   size_t elem = 0, numel = 0;
-  std::vector<unsigned char> host;    // initial contents (in/inout)
-  std::vector<unsigned char> poison;  // one element's poison pattern (out)
+  std::vector<unsigned char> host;    // what reset copies to the device: inputs, or poison (out)
+  std::vector<unsigned char> back;    // the device contents after the last run (pre-faulted)
   void *dev = nullptr;
   unsigned char scalar[8] = {0};
   void *argp = nullptr;  // what the caller shim dereferences
@@ -66,7 +76,9 @@ static FILE *cmd_in = nullptr, *rep_out = nullptr;
 static pid_t runner_pid;
 static caller_t caller = nullptr;
 static std::map<int, void *> slots;
-static std::vector<Arg> args;
+static std::vector<Arg> args;    // bound to device buffers (alloc)
+static std::vector<Arg> staged;  // read by stage, not yet bound
+static bool have_run = false;    // `back` holds the results of a run on the current args
 static std::vector<void *> argv_ptrs;
 static void *flush_buf = nullptr;
 static size_t flush_bytes = 0;
@@ -130,9 +142,9 @@ static bool write_file(const std::string &path, const void *data, size_t n) {
   close(fd);
   if (m == MAP_FAILED) return false;
   memcpy(m, data, n);
-  bool ok = msync(m, n, MS_SYNC) == 0;
+  // No msync: the parent reads the same page cache; forcing the pages to disk would only cost time.
   munmap(m, n);
-  return ok;
+  return true;
 }
 
 static void free_args() {
@@ -142,48 +154,40 @@ static void free_args() {
   argv_ptrs.clear();
 }
 
-// Reading a new argfile with the same buffer layout (names and sizes) keeps the device buffers:
-// the recheck after timing then runs on the very pointers that were timed, with new contents,
-// so a candidate that memoised results by pointer during timing returns stale outputs and fails.
-static std::string load_args(const char *path) {
-  std::vector<Arg> old;
-  old.swap(args);
-  argv_ptrs.clear();
+// Host side of an argfile: input files read, poison buffers built, copy-back buffers touched,
+// all before the parent takes the GPU lock. No CUDA call here.
+static std::string stage_args(const char *path) {
+  staged.clear();
   FILE *f = fopen(path, "r");
   if (!f) return "cannot open argfile";
   char kind[4], name[256], role[32], data[4096], poison[64], code[8], val[128];
-  while (fscanf(f, "%3s", kind) == 1) {
+  std::string err;
+  while (err.empty() && fscanf(f, "%3s", kind) == 1) {
     Arg a;
     if (kind[0] == 'P') {
       unsigned long long elem, numel;
       if (fscanf(f, "%255s %31s %llu %llu %4095s %63s", name, role, &elem, &numel, data, poison) != 6) {
-        fclose(f); return "bad P line";
+        err = "bad P line"; break;
       }
       a.name = name; a.role = role; a.is_ptr = true; a.elem = elem; a.numel = numel;
-      if (strcmp(data, "-") != 0 && !read_file(data, a.host, elem * numel)) {
-        fclose(f); return std::string("cannot read ") + data;
-      }
-      if (strcmp(poison, "-") != 0) {
+      size_t n = elem * numel;
+      if (strcmp(data, "-") == 0 && a.role != "out") { err = "input " + a.name + " without a data file"; break; }
+      if (strcmp(data, "-") != 0) {
+        if (!read_file(data, a.host, n)) { err = std::string("cannot read ") + data; break; }
+      } else if (strcmp(poison, "-") != 0) {
         size_t len = strlen(poison) / 2;
-        a.poison.resize(len);
-        for (size_t i = 0; i < len; i++) { unsigned v; sscanf(poison + 2 * i, "%2x", &v); a.poison[i] = (unsigned char)v; }
+        if (len == 0 || elem % len != 0) { err = "bad poison"; break; }
+        std::vector<unsigned char> pat(len);
+        for (size_t i = 0; i < len; i++) { unsigned v; sscanf(poison + 2 * i, "%2x", &v); pat[i] = (unsigned char)v; }
+        a.host.resize(n);
+        // Doubling copies: a few memcpy calls instead of a byte loop over hundreds of MB.
+        size_t done = n < len ? n : len;
+        memcpy(a.host.data(), pat.data(), done);
+        while (done < n) { size_t k = done < n - done ? done : n - done; memcpy(a.host.data() + done, a.host.data(), k); done += k; }
       }
-      size_t idx = args.size();
-      if (idx < old.size() && old[idx].is_ptr && old[idx].name == a.name && old[idx].elem == a.elem &&
-          old[idx].numel == a.numel && old[idx].dev) {
-        a.dev = old[idx].dev;
-        old[idx].dev = nullptr;
-      } else {
-        size_t bytes = elem * numel ? elem * numel : elem;  // never a null pointer for empty buffers
-        cudaError_t e = cudaMalloc(&a.dev, bytes);
-        if (e != cudaSuccess) {
-          fclose(f);
-          for (auto &o : old) if (o.dev) cudaFree(o.dev);
-          return std::string("cudaMalloc ") + cudaGetErrorName(e);
-        }
-      }
+      a.back.assign(n, 0);  // touched now, so the copy back under the lock never page-faults
     } else if (kind[0] == 'S') {
-      if (fscanf(f, "%255s %7s %127s", name, code, val) != 3) { fclose(f); return "bad S line"; }
+      if (fscanf(f, "%255s %7s %127s", name, code, val) != 3) { err = "bad S line"; break; }
       a.name = name;
       std::string c = code;
       if (c == "f32") { float v = strtof(val, nullptr); memcpy(a.scalar, &v, 4); }
@@ -192,14 +196,44 @@ static std::string load_args(const char *path) {
       else if (c == "i32" || c == "u32") { long long v = strtoll(val, nullptr, 10); int32_t w = (int32_t)v; memcpy(a.scalar, &w, 4); }
       else if (c == "i16" || c == "u16") { int16_t w = (int16_t)strtol(val, nullptr, 10); memcpy(a.scalar, &w, 2); }
       else if (c == "i8" || c == "u8" || c == "b") { int8_t w = (int8_t)strtol(val, nullptr, 10); memcpy(a.scalar, &w, 1); }
-      else { fclose(f); return "bad scalar code " + c; }
+      else { err = "bad scalar code " + c; break; }
     } else {
-      fclose(f); return std::string("bad line kind ") + kind;
+      err = std::string("bad line kind ") + kind; break;
     }
-    args.push_back(std::move(a));
+    staged.push_back(std::move(a));
   }
   fclose(f);
+  if (!err.empty()) staged.clear();
+  return err;
+}
+
+// Binds the staged args to device buffers. A new argfile with the same buffer layout (names and
+// sizes) keeps the device buffers: the recheck after timing then runs on the very pointers that
+// were timed, with new contents, so a candidate that memoised results by pointer during timing
+// returns stale outputs and fails.
+static std::string alloc_args() {
+  if (staged.empty()) return "nothing staged";
+  std::vector<Arg> old;
+  old.swap(args);
+  args.swap(staged);
+  argv_ptrs.clear();
+  have_run = false;
+  std::string err;
+  for (size_t idx = 0; idx < args.size(); idx++) {
+    Arg &a = args[idx];
+    if (!a.is_ptr) continue;
+    if (idx < old.size() && old[idx].is_ptr && old[idx].name == a.name && old[idx].elem == a.elem &&
+        old[idx].numel == a.numel && old[idx].dev) {
+      a.dev = old[idx].dev;
+      old[idx].dev = nullptr;
+    } else {
+      size_t bytes = a.numel ? a.elem * a.numel : a.elem;  // never a null pointer for empty buffers
+      cudaError_t e = cudaMalloc(&a.dev, bytes);
+      if (e != cudaSuccess) { a.dev = nullptr; err = std::string("cudaMalloc ") + cudaGetErrorName(e); break; }
+    }
+  }
   for (auto &o : old) if (o.dev) cudaFree(o.dev);
+  if (!err.empty()) { free_args(); return err; }
   argv_ptrs.resize(args.size());
   for (size_t i = 0; i < args.size(); i++)
     argv_ptrs[i] = args[i].is_ptr ? (void *)&args[i].dev : (void *)args[i].scalar;
@@ -209,25 +243,18 @@ static std::string load_args(const char *path) {
 // Fresh inputs and poisoned outputs on the device before a checked call.
 static cudaError_t reset_buffers() {
   for (auto &a : args) {
-    if (!a.is_ptr) continue;
-    size_t n = a.elem * a.numel;
-    if (a.role == "out") {
-      if (!a.poison.empty() && n) {
-        std::vector<unsigned char> p(n);
-        for (size_t i = 0; i < n; i++) p[i] = a.poison[i % a.poison.size()];
-        cudaError_t e = cudaMemcpy(a.dev, p.data(), n, cudaMemcpyHostToDevice);
-        if (e) return e;
-      }
-    } else if (n) {
-      cudaError_t e = cudaMemcpy(a.dev, a.host.data(), n, cudaMemcpyHostToDevice);
-      if (e) return e;
-    }
+    if (!a.is_ptr || a.host.empty()) continue;  // an out buffer without poison keeps its contents
+    cudaError_t e = cudaMemcpy(a.dev, a.host.data(), a.host.size(), cudaMemcpyHostToDevice);
+    if (e) return e;
   }
   return cudaDeviceSynchronize();
 }
 
-static void cmd_check(int slot, const char *outdir) {
+// Device part of a checked call: poison, call, sync, every buffer copied back to `back`.
+static void cmd_run(int slot) {
+  have_run = false;
   if (!slots.count(slot)) { reply("err no such slot"); return; }
+  if (args.empty()) { reply("err no args"); return; }
   if (report_cuda(reset_buffers())) return;
   cudaEvent_t s, t;
   cudaEventCreate(&s); cudaEventCreate(&t);
@@ -241,42 +268,51 @@ static void cmd_check(int slot, const char *outdir) {
   cudaEventSynchronize(t);
   float ms = 0; cudaEventElapsedTime(&ms, s, t);
   cudaEventDestroy(s); cudaEventDestroy(t);
+  for (auto &a : args) {
+    size_t n = a.is_ptr ? a.elem * a.numel : 0;
+    if (n && report_cuda(cudaMemcpy(a.back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
+  }
+  have_run = true;
+  reply("ok %.6f", ms);
+}
+
+// Host part of a checked call: inputs compared byte for byte, outputs written for the parent.
+static void cmd_store(const char *outdir) {
+  if (!have_run) { reply("err nothing run"); return; }
   std::string modified;
   for (auto &a : args) {
     if (!a.is_ptr) continue;
     size_t n = a.elem * a.numel;
-    std::vector<unsigned char> back(n);
-    if (n && report_cuda(cudaMemcpy(back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
     if (a.role == "in") {
-      if (n && memcmp(back.data(), a.host.data(), n) != 0) modified += (modified.empty() ? "" : ",") + a.name;
-    } else if (!write_file(std::string(outdir) + "/" + a.name + ".bin", back.data(), n)) {
+      if (n && memcmp(a.back.data(), a.host.data(), n) != 0) modified += (modified.empty() ? "" : ",") + a.name;
+    } else if (!write_file(std::string(outdir) + "/" + a.name + ".bin", a.back.data(), n)) {
       reply("err cannot write output %s", a.name.c_str()); return;
     }
   }
-  reply("ok %.6f %s", ms, modified.empty() ? "-" : modified.c_str());
+  reply("ok %s", modified.empty() ? "-" : modified.c_str());
 }
 
-static void cmd_time(int sa, int sb, int warmup, int reps, int flush) {
-  if (!slots.count(sa) || (sb >= 0 && !slots.count(sb))) { reply("err no such slot"); return; }
-  if (report_cuda(reset_buffers())) return;
-  int order[2] = {sa, sb};
-  int nslots = sb >= 0 ? 2 : 1;
+// Times the slots interleaved: every repetition calls each slot once, forward on even
+// repetitions and backward on odd ones, so slow drift (clocks, temperature) hits all equally.
+static void cmd_time(const std::vector<int> &order, int warmup, int reps, int flush) {
+  for (int sl : order) if (!slots.count(sl)) { reply("err no such slot"); return; }
+  if (args.empty()) { reply("err no args"); return; }
+  have_run = false;  // the timed calls change outputs (and inout buffers): `back` is stale
+  size_t k = order.size();
   for (int w = 0; w < warmup; w++)
-    for (int k = 0; k < nslots; k++) { caller(slots[order[k]], argv_ptrs.data()); after_call(); }
+    for (size_t j = 0; j < k; j++) { caller(slots[order[j]], argv_ptrs.data()); after_call(); }
   cudaError_t e = cudaDeviceSynchronize();
   if (e == cudaSuccess) e = cudaGetLastError();
   if (report_cuda(e)) return;
-  std::vector<float> ta, tb;
+  std::vector<std::vector<float>> ms_of(k);
   cudaEvent_t s, t;
   cudaEventCreate(&s); cudaEventCreate(&t);
   for (int r = 0; r < reps; r++) {
-    // Alternate which variant goes first so slow drift (clocks, temperature) hits both equally.
-    for (int k = 0; k < nslots; k++) {
-      int which = (r % 2 == 0) ? k : nslots - 1 - k;
-      int slot = order[which];
+    for (size_t j = 0; j < k; j++) {
+      size_t which = (r % 2 == 0) ? j : k - 1 - j;
       if (flush && flush_buf) cudaMemsetAsync(flush_buf, r & 0xff, flush_bytes, 0);
       cudaEventRecord(s, 0);
-      caller(slots[slot], argv_ptrs.data());
+      caller(slots[order[which]], argv_ptrs.data());
       after_call();
       // The sync sits inside the timed region: work the candidate left on other streams counts.
       e = cudaDeviceSynchronize();
@@ -286,15 +322,17 @@ static void cmd_time(int sa, int sb, int warmup, int reps, int flush) {
       cudaEventSynchronize(t);
       float ms = 0;
       cudaEventElapsedTime(&ms, s, t);
-      (which == 0 ? ta : tb).push_back(ms);
+      ms_of[which].push_back(ms);
     }
   }
   cudaEventDestroy(s); cudaEventDestroy(t);
-  std::string a, b;
+  std::string out = "ok";
   char buf[64];
-  for (float x : ta) { snprintf(buf, sizeof buf, "%s%.6f", a.empty() ? "" : ",", x); a += buf; }
-  for (float x : tb) { snprintf(buf, sizeof buf, "%s%.6f", b.empty() ? "" : ",", x); b += buf; }
-  reply("ok %s %s", a.c_str(), b.empty() ? "-" : b.c_str());
+  for (size_t j = 0; j < k; j++) {
+    out += ' ';
+    for (size_t i = 0; i < ms_of[j].size(); i++) { snprintf(buf, sizeof buf, "%s%.6f", i ? "," : "", ms_of[j][i]); out += buf; }
+  }
+  reply("%s", out.c_str());
 }
 
 static void drop_privileges(long uid) {
@@ -363,19 +401,35 @@ int main(int argc, char **argv) {
       // Load-time work may have left an error behind (only meaningful with a context).
       if (have_gpu && report_cuda(cudaGetLastError())) continue;
       reply("ok");
-    } else if (!strcmp(op, "args")) {
+    } else if (!strcmp(op, "stage")) {
       char path[4096];
-      if (sscanf(line, "%*s %4095s", path) != 1) { reply("err bad args"); continue; }
-      std::string err = load_args(path);
+      if (sscanf(line, "%*s %4095s", path) != 1) { reply("err bad stage"); continue; }
+      std::string err = stage_args(path);
       if (err.empty()) reply("ok"); else reply("err %s", err.c_str());
-    } else if (!strcmp(op, "check")) {
-      int slot; char outdir[4096];
-      if (sscanf(line, "%*s %d %4095s", &slot, outdir) != 2) { reply("err bad check"); continue; }
-      cmd_check(slot, outdir);
+    } else if (!strcmp(op, "alloc")) {
+      if (!have_gpu) { reply("err no gpu"); continue; }
+      std::string err = alloc_args();
+      if (err.empty()) reply("ok"); else reply("err %s", err.c_str());
+    } else if (!strcmp(op, "reset")) {
+      if (args.empty()) { reply("err no args"); continue; }
+      if (!report_cuda(reset_buffers())) reply("ok");
+    } else if (!strcmp(op, "run")) {
+      int slot;
+      if (sscanf(line, "%*s %d", &slot) != 1) { reply("err bad run"); continue; }
+      cmd_run(slot);
+    } else if (!strcmp(op, "store")) {
+      char outdir[4096];
+      if (sscanf(line, "%*s %4095s", outdir) != 1) { reply("err bad store"); continue; }
+      cmd_store(outdir);
     } else if (!strcmp(op, "time")) {
-      int sa, warm, reps, flush; char sb[32];
-      if (sscanf(line, "%*s %d %31s %d %d %d", &sa, sb, &warm, &reps, &flush) != 5) { reply("err bad time"); continue; }
-      cmd_time(sa, strcmp(sb, "-") ? atoi(sb) : -1, warm, reps, flush);
+      int warm, reps, flush; char list[256];
+      if (sscanf(line, "%*s %255s %d %d %d", list, &warm, &reps, &flush) != 4 || reps < 1 || warm < 0) {
+        reply("err bad time"); continue;
+      }
+      std::vector<int> order;
+      for (char *tok = strtok(list, ","); tok; tok = strtok(nullptr, ",")) order.push_back(atoi(tok));
+      if (order.empty() || order.size() > 32) { reply("err bad time"); continue; }
+      cmd_time(order, warm, reps, flush);
     } else if (!strcmp(op, "free")) {
       free_args();
       reply("ok");
