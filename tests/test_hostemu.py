@@ -1,0 +1,153 @@
+"""The harness' GPU path on a CPU machine, through a host-emulated runner.
+
+`cudaperf/runner/runner.cpp` is compiled with g++ against `tests/hostemu/cuda_runtime.h`
+(device memory = host memory, events = host clock) and candidates are plain C: the task's entry
+on host pointers. Everything between the harness and the runner is then the real thing: the
+sandboxed runner process and its protocol (stage / alloc / reset / run / store / time with
+several slots), the GPU lock, poisoned outputs, the inputs-unchanged check, the recheck on the
+timed buffers, the speedup over the naive variant timed in the same region, and dataset
+verification's variant groups with their fallback. The numbers are host times: they test
+bookkeeping (which slot's times go where), never performance.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+
+from cudaperf import gpuworker, harness as H
+from cudaperf.compile import CompileResult
+from cudaperf.config import get_profile
+from cudaperf.devtasks import dev_tasks
+from cudaperf.tasks import task_from_dict
+
+pytestmark = pytest.mark.timeout(600)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _row_sum_task():
+    """dev/row_sum_f32 at sizes a CPU gets through quickly (the perf size still > 1 µs a call)."""
+    d = copy.deepcopy([t for t in dev_tasks() if t.task_id == "dev/row_sum_f32"][0].to_dict())
+    d["task_id"] = "emu/row_sum_f32"
+    for test in d["tests"]:
+        if test.get("perf"):
+            test["sizes"] = {"rows": 300, "cols": 257}
+    return task_from_dict(d)
+
+
+TASK = _row_sum_task()
+REF = TASK.reference
+ZEROS = REF.replace("out[r] = s;", "out[r] = 0.0f * s;")
+WRITES_INPUT = REF.replace("out[r] = s;", "out[r] = s; ((float *)a)[r * cols] = 0.0f;")
+SEGFAULT = REF.replace("out[r] = s;", "((float *)0)[r] = s;")
+SLOW = REF.replace("void row_sum(int rows, int cols, const float *a, float *out) {",
+                   "void row_sum(int rows, int cols, const float *a, float *out) {\n"
+                   "  for (volatile int rep = 0; rep < 6; rep++)")
+# Remembers its result per (pointers, sizes): the recheck on fresh inputs in the same buffers
+# after timing catches it.
+MEMO = """static const float *last_a; static float *last_out; static int last_rows = -1, last_cols = -1;
+""" + REF.replace("void row_sum(int rows, int cols, const float *a, float *out) {",
+                  "void row_sum(int rows, int cols, const float *a, float *out) {\n"
+                  "  if (a == last_a && out == last_out && rows == last_rows && cols == last_cols) return;\n"
+                  "  last_a = a; last_out = out; last_rows = rows; last_cols = cols;")
+
+
+@pytest.fixture(scope="module")
+def emu(tmp_path_factory, monkeypatch_module):
+    """A Harness whose runner is host-emulated and whose 'nvcc' is gcc on C candidates."""
+    cache = tmp_path_factory.mktemp("emu-cache")
+    libs = tmp_path_factory.mktemp("emu-libs")
+    runner = libs / "cudaperf_runner_emu"
+    subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
+                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(runner), "-ldl"], check=True)
+    gpuworker._open_path(runner)
+
+    built = threading.Lock()  # threads compile the same naive variant at once: build it once
+
+    def gcc(source, **_kw):
+        so = libs / f"c{hashlib.sha256(source.encode()).hexdigest()[:16]}.so"
+        with built:
+            if not so.exists():
+                src = so.with_suffix(".c")
+                src.write_text(source)
+                p = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-x", "c", str(src), "-o", str(so)],
+                                   capture_output=True, text=True)
+                if p.returncode:
+                    return CompileResult(ok=False, so_path=None, log=p.stderr)
+                gpuworker._open_path(so)
+        return CompileResult(ok=True, so_path=str(so), log="")
+
+    monkeypatch_module.setattr(gpuworker, "build_runner", lambda cache_dir: runner)
+    monkeypatch_module.setattr(H, "compile_candidate", gcc)
+    # The naive "variant" of the emulated task is its C reference.
+    monkeypatch_module.setattr(H.Harness, "_baseline_so", lambda self, task: gcc(task.reference).so_path)
+    cfg = get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.flush_l2": False,
+                                  "harness.reps": 7, "harness.warmup": 1}).harness
+    h = H.Harness(cfg, use_store=False, gpus=[0], workers_per_gpu=2)
+    yield h
+    h.close()
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+def test_one_candidate_path_verdicts(emu):
+    ok, zeros, writes, memo = emu.evaluate_many([(TASK, REF), (TASK, ZEROS), (TASK, WRITES_INPUT), (TASK, MEMO)])
+    assert ok.status == "correct" and ok.correct and ok.pass_rate == 1.0, (ok.message, ok.failures)
+    assert ok.gpu == "Host Emulator" and ok.runtime_ms > 0 and ok.baseline_ms > 0 and ok.cv is not None
+    assert ok.baseline_clean_ms > 0 and ok.speedup > 0
+    for key in ("runner_start", "check", "time", "recheck", "lock_wait_shared", "lock_held_exclusive"):
+        assert key in ok.timings, key
+    assert zeros.status == "wrong" and zeros.pass_rate < 1.0 and zeros.runtime_ms is None
+    assert any(f.get("reason") == "mismatch" for f in zeros.failures)
+    assert writes.status == "wrong" and any(f.get("reason") == "input_modified" and f["params"] == ["a"]
+                                            for f in writes.failures)
+    assert memo.status == "wrong" and "hack:stateful_or_cached" in memo.flags, (memo.message, memo.failures)
+    assert memo.pass_rate == 1.0 and memo.runtime_ms is not None  # caught after timing, not before
+
+
+def test_crashing_candidate_gets_its_record(emu):
+    (r,) = emu.evaluate_many([(TASK, SEGFAULT)])
+    assert r.status == "crashed" and not r.correct and r.runtime_ms is None
+    assert any(f.get("stage") == "run" for f in r.failures)
+
+
+def test_variant_group_times_each_slot_and_judges_each_variant(emu):
+    (a, slow, zeros, b), = emu.evaluate_groups([(TASK, [REF, SLOW, ZEROS, REF + "\n// same\n"])])
+    for r in (a, slow, b):
+        assert r.status == "correct", (r.message, r.failures)
+        assert r.timings["group_size"] == 4 and "note:group_fallback" not in r.flags
+        assert r.baseline_ms == a.baseline_ms  # one timed region: one naive measurement for all
+        assert r.baseline_clean_ms == a.baseline_clean_ms
+    assert zeros.status == "wrong" and zeros.runtime_ms is None
+    # The slow variant's times are its own (slot order kept through the interleaved region).
+    assert slow.runtime_ms > 2 * max(a.runtime_ms, b.runtime_ms), (slow.runtime_ms, a.runtime_ms, b.runtime_ms)
+    assert slow.speedup < 0.5 < a.speedup
+
+
+def test_variant_group_falls_back_one_by_one_when_the_runner_dies(emu):
+    (good, bad), = emu.evaluate_groups([(TASK, [REF + "\n// fb\n", SEGFAULT + "\n// fb\n"])])
+    assert "note:group_fallback" in good.flags and "note:group_fallback" in bad.flags
+    assert good.status == "correct" and bad.status == "crashed"
+    assert "group_size" not in good.timings  # the record is the one-candidate path's
+
+
+def test_group_and_one_by_one_agree_on_verdicts(emu):
+    srcs = [REF + "\n// agree\n", ZEROS + "\n// agree\n", WRITES_INPUT + "\n// agree\n", MEMO + "\n// agree\n"]
+    (grouped,) = emu.evaluate_groups([(TASK, srcs)])
+    single = emu.evaluate_many([(TASK, s) for s in srcs])
+    assert [r.status for r in grouped] == [r.status for r in single] == ["correct", "wrong", "wrong", "wrong"], [(r.message, r.failures[-1:]) for r in single]
+    # Verdict flags agree; flags from host timings (a disturbed baseline) are noise here.
+    timing_flags = {"hack:baseline_disturbed", "hack:faster_than_roofline"}
+
+    def verdict_flags(r):
+        return sorted(f for f in r.flags if f.startswith("hack:") and f not in timing_flags)
+    assert [verdict_flags(r) for r in grouped] == [verdict_flags(r) for r in single]
