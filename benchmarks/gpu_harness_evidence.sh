@@ -5,12 +5,7 @@
 # reduced size. Everything lands under $OUT. Needs the tree-sitter wheels in .whl/ (README).
 #   TEST_S / BENCH_S: time limits; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes.
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH=$PWD:/tmp/site PATH=/tmp/site/bin:$PATH
-fi
+source "$(dirname "$0")/gpu_env.sh"
 SLUG=$(python3 -c "from cudaperf import envinfo; print(envinfo.gpu_slug(envinfo.gpus()[0]['name']))")
 echo "GPU slug: $SLUG"
 python3 -c "

@@ -4,8 +4,7 @@
 # of $OF within $BUDGET_S seconds, and leaves the updated shard files (and the log) in $OUT; copy them
 # back into data/measurements/ and commit.   SHARD=1 OF=4 BUDGET_S=520 bash benchmarks/gpu_verify.sh
 set -uo pipefail
-export PYTHONUNBUFFERED=1 PYTHONPATH=$PWD
-OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+source "$(dirname "$0")/gpu_env.sh"
 cp data/measurements/c2cuda_*.parquet "$OUT"/ 2>/dev/null || true
 # SIGABRT at the hard limit makes faulthandler print every thread's stack: a hang explains itself.
 timeout -s ABRT $(( ${BUDGET_S:-520} + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py \
