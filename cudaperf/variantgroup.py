@@ -98,16 +98,22 @@ def evaluate_group(h: "Harness", task: Task, sources: list[str]) -> list[EvalRes
 
 def _run_group(h: "Harness", task: Task, records: list[EvalResult], so_paths: list[str]) -> list[EvalResult]:
     """The group on one runner; returns filled copies of `records` or raises."""
+    t = time.perf_counter()
     base_so, shim = h._gpu_files(task, so_paths)
+    t1 = time.perf_counter()
     slot = h._slots.get()  # one runner slot for the whole group
+    waits = {"prepare": round(t1 - t, 4), "slot_wait": round(time.perf_counter() - t1, 4)}
     gpu = h._pick_gpu()
     h._locks[gpu].take_stats()
     try:
         with h._runner(gpu, slot) as (runner, scratch):
-            return _drive_group(h, task, runner, shim, base_so, so_paths, scratch, gpu,
-                                [copy.deepcopy(r) for r in records])
+            out = _drive_group(h, task, runner, shim, base_so, so_paths, scratch, gpu,
+                               [copy.deepcopy(r) for r in records])
     finally:
         h._slots.put(slot)
+    for r in out:
+        r.timings.update(waits)
+    return out
 
 
 def _ok(rep: str, what: str) -> str:
