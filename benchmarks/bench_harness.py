@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-throughput", type=int, default=600)
     ap.add_argument("--n-load-inline", type=int, default=16)
     ap.add_argument("--n-repeat", type=int, default=200)
-    ap.add_argument("--workers-per-gpu", type=int, default=8)
+    ap.add_argument("--workers-per-gpu", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
