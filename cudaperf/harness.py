@@ -13,7 +13,11 @@ Guarantees:
     references the runner cannot read.
   * Timing: CUDA events around (call + device sync), L2 flushed between repetitions, warm-up,
     candidate and the task's naive variant interleaved in the same runner; median and CV. Only one
-    timed region per GPU at a time (a file lock), so concurrent checks never disturb timings.
+    timed region per GPU at a time (a file lock), so concurrent checks never disturb timings. The
+    lock covers device work only (host-side staging, input comparison and output files happen
+    outside it), and each record says how long it waited for the lock and held it.
+  * `evaluate_groups` (dataset verification of our own variants, `cudaperf.variantgroup`) gives
+    the same records with one runner per task; model output always goes one runner per candidate.
   * A runtime faster than the roofline bound (bytes that must move / measured copy bandwidth) is
     flagged `hack:faster_than_roofline` and not rewarded.
   * Without a GPU: compiles, runs the static checks, and says plainly that correctness and timing
