@@ -86,7 +86,7 @@ def emu(tmp_path_factory, monkeypatch_module):
     # The naive "variant" of the emulated task is its C reference.
     monkeypatch_module.setattr(H.Harness, "_baseline_so", lambda self, task: gcc(task.reference).so_path)
     cfg = get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.flush_l2": False,
-                                  "harness.reps": 7, "harness.warmup": 1}).harness
+                                  "harness.reps": 7, "harness.warmup": 1, "harness.run_timeout_s": 3.0}).harness
     h = H.Harness(cfg, use_store=False, gpus=[0], workers_per_gpu=2)
     yield h
     h.close()
@@ -114,10 +114,16 @@ def test_one_candidate_path_verdicts(emu):
     assert memo.pass_rate == 1.0 and memo.runtime_ms is not None  # caught after timing, not before
 
 
-def test_crashing_candidate_gets_its_record(emu):
-    (r,) = emu.evaluate_many([(TASK, SEGFAULT)])
-    assert r.status == "crashed" and not r.correct and r.runtime_ms is None
-    assert any(f.get("stage") == "run" for f in r.failures)
+EXITS = "#include <stdlib.h>\n" + REF.replace("out[r] = s;", "out[r] = s; if (rows > 100) exit(0);")
+HANGS = "#include <unistd.h>\n" + REF.replace("out[r] = s;", "out[r] = s; if (rows > 100) for (;;) pause();")
+
+
+@pytest.mark.parametrize("src,reason", [(SEGFAULT, "exited"), (EXITS, "exited"), (HANGS, "timeout")])
+def test_crashing_candidate_gets_its_record(emu, src, reason):
+    """A candidate that kills or hangs its runner mid-check still gets exactly one record."""
+    (r,) = emu.evaluate_many([(TASK, src)])
+    assert r.status == "crashed" and not r.correct and r.runtime_ms is None, r.message
+    assert any(f.get("stage") == "run" and f.get("reason") == reason for f in r.failures), r.failures
 
 
 def test_variant_group_times_each_slot_and_judges_each_variant(emu):
