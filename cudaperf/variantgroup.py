@@ -24,6 +24,7 @@ Guarantees:
   one-candidate path instead (flag ``note:group_fallback``, the reason logged as a warning), so
   each still gets the record `Harness.evaluate` would give it. Partial group results are
   discarded, never mixed in.
+* C->CUDA tasks only (a torch2cuda task's variants go one by one: their yardstick is PyTorch eager).
 * Only for trusted code: variants sharing a process could disturb each other, which is harmless
   for the dataset's own implementations and unacceptable for model output, so the RL reward
   never comes through here.
@@ -57,6 +58,11 @@ class GroupAbandoned(RuntimeError):
 def evaluate_group(h: "Harness", task: Task, sources: list[str]) -> list[EvalResult]:
     """Records for `sources` (variants of `task`), in order. Never raises."""
     from cudaperf.harness import _hash, internal_error
+
+    if task.track != "c2cuda":
+        # torch2cuda speedups are over PyTorch eager, timed by the one-candidate path's trusted
+        # worker; a group's shared naive baseline would be the wrong yardstick there.
+        return [h._evaluate_safe(task, src) for src in sources]
 
     results, pending = [], []  # pending: (index, store key, shared library)
     for i, src in enumerate(sources):
