@@ -60,6 +60,9 @@ class HarnessConfig:
     flush_l2: bool = _f(True, "Overwrite a buffer twice the L2 size between repetitions.")
     check_seeds: int = _f(2, "Input seeds per test (references cached per task, test, seed). Checks draw one at "
                              "random; the recheck after timing always uses another, so 2 already defeats caching.")
+    spot_check: bool = _f(True, "Check the outputs of one timed call, picked at random per candidate (poisoned before, "
+                                "copied back after, outside the timed interval): a candidate that skips work while "
+                                "timed fails. Off for tasks with in/out buffers (repeated calls change them).")
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")

@@ -235,7 +235,7 @@ class Harness:
         c = self.cfg
         return {"arch": self.arch, "flags": list(c.nvcc_flags), "warmup": c.warmup, "reps": c.reps,
                 "flush": c.flush_l2, "seeds": c.check_seeds, "gpu": self._gpu_model(),
-                "toolchain": toolchain_id(), "modelnew_kernel": c.modelnew_require_kernel, "harness": 2}
+                "toolchain": toolchain_id(), "modelnew_kernel": c.modelnew_require_kernel, "spot_check": c.spot_check, "harness": 3}
 
     def _gpu_model(self) -> str | None:
         if self._gpu_name is None and self.has_gpu:
@@ -611,9 +611,11 @@ class Harness:
         # ---- timing: candidate (slot 0) and naive (slot 1) interleaved, one timed region per GPU
         perf = task.perf_test
         self._prepare_args(task, perf, used_seed[perf.name], runner, scratch, self._locks[gpu], reset=True)
+        # One timed call of the candidate, unknown to it, is also checked (see HarnessConfig.spot_check).
+        spot = rng.randrange(cfg.reps) if cfg.spot_check and self._spot_checkable(task) else -1
         t = time.perf_counter()
         with self._locks[gpu].exclusive():
-            rep = runner.request(f"time 0,1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
+            rep = runner.request(f"time 0,1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)} {spot}",
                                  timeout=cfg.run_timeout_s * 4)
         res.timings["time"] = round(time.perf_counter() - t, 4)
         if not rep.startswith("ok"):
@@ -623,6 +625,18 @@ class Harness:
             return
         _, a, b = _fields(rep, 3)
         self._note_times(res, _median_cv(_floats(a, cfg.reps)), _median_cv(_floats(b, cfg.reps)))
+        if spot >= 0:
+            ref = reference_outputs(task, perf, used_seed[perf.name], cache_dir=str(self.cache_dir))
+            base = {"test": perf.name, "seed": used_seed[perf.name], "sizes": perf.sizes, "timed_rep": spot}
+            ok, fail = self._judge_stored(task, perf, self._output_files(task, perf, scratch, runner.uid),
+                                          ref, base, runner, scratch)
+            if not ok:
+                fail["stage"] = "timed"
+                res.failures.append(fail)
+                res.flags.append("hack:timed_calls_differ")
+                res.status, res.correct = "wrong", False
+                res.message = "correct when checked, but a timed call's outputs were wrong"
+                return
         # ---- recheck on fresh inputs after timing: a candidate that caches results fails here
         t = time.perf_counter()
         other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
@@ -772,10 +786,20 @@ class Harness:
         base = {"test": test.name, "seed": seed, "sizes": test.sizes}
         if rep.startswith("cuda"):
             return False, {**base, "reason": "cuda_error", "detail": rep[5:]}
-        if rep.startswith("ok"):
-            _fields(rep, 2)
-            # Host part outside the lock: inputs compared, outputs written into `outdir`.
-            rep = runner.request(f"store {outdir.relative_to(scratch)}")
+        if not rep.startswith("ok"):
+            return False, {**base, "reason": "runner_error", "detail": rep}
+        _fields(rep, 2)
+        return self._judge_stored(task, test, outdir, ref, base, runner, scratch)
+
+    @staticmethod
+    def _spot_checkable(task: Task) -> bool:
+        return not any(p.is_pointer and p.role == "inout" for p in task.signature)
+
+    def _judge_stored(self, task: Task, test: TestConfig, outdir: Path, ref: dict, base: dict,
+                      runner: gpuworker.Runner, scratch: Path) -> tuple[bool, dict | None]:
+        """Verdict on what the runner copied back (last run, or a timed spot check): host work,
+        outside the GPU lock -- inputs compared, outputs written into `outdir` and compared."""
+        rep = runner.request(f"store {outdir.relative_to(scratch)}")
         if not rep.startswith("ok"):
             return False, {**base, "reason": "runner_error", "detail": rep}
         _, modified = _fields(rep, 2)

@@ -47,8 +47,8 @@ SEGFAULT = REF.replace("out[r] = s;", "((float *)0)[r] = s;")
 SLOW = REF.replace("void row_sum(int rows, int cols, const float *a, float *out) {",
                    "void row_sum(int rows, int cols, const float *a, float *out) {\n"
                    "  for (volatile int rep = 0; rep < 6; rep++)")
-# Remembers its result per (pointers, sizes): the recheck on fresh inputs in the same buffers
-# after timing catches it.
+# Remembers its result per (pointers, sizes) and skips the work on a repeat: the spot check of a
+# timed call catches it, and without one the recheck on fresh inputs in the timed buffers does.
 MEMO = """static const float *last_a; static float *last_out; static int last_rows = -1, last_cols = -1;
 """ + REF.replace("void row_sum(int rows, int cols, const float *a, float *out) {",
                   "void row_sum(int rows, int cols, const float *a, float *out) {\n"
@@ -110,7 +110,7 @@ def test_one_candidate_path_verdicts(emu):
     assert any(f.get("reason") == "mismatch" for f in zeros.failures)
     assert writes.status == "wrong" and any(f.get("reason") == "input_modified" and f["params"] == ["a"]
                                             for f in writes.failures)
-    assert memo.status == "wrong" and "hack:stateful_or_cached" in memo.flags, (memo.message, memo.failures)
+    assert memo.status == "wrong" and "hack:timed_calls_differ" in memo.flags, (memo.message, memo.failures)
     assert memo.pass_rate == 1.0 and memo.runtime_ms is not None  # caught after timing, not before
 
 
@@ -151,9 +151,40 @@ def test_group_and_one_by_one_agree_on_verdicts(emu):
     (grouped,) = emu.evaluate_groups([(TASK, srcs)])
     single = emu.evaluate_many([(TASK, s) for s in srcs])
     assert [r.status for r in grouped] == [r.status for r in single] == ["correct", "wrong", "wrong", "wrong"], [(r.message, r.failures[-1:]) for r in single]
+    # The memoising variant: a group (our own code) has no spot check, so its recheck catches it.
+    assert "hack:stateful_or_cached" in grouped[3].flags and "hack:timed_calls_differ" in single[3].flags
+    grouped, single = grouped[:3], single[:3]
     # Verdict flags agree; flags from host timings (a disturbed baseline) are noise here.
     timing_flags = {"hack:baseline_disturbed", "hack:faster_than_roofline"}
 
     def verdict_flags(r):
         return sorted(f for f in r.flags if f.startswith("hack:") and f not in timing_flags)
     assert [verdict_flags(r) for r in grouped] == [verdict_flags(r) for r in single]
+
+
+# Computes for the first 4 calls (one checked call per test configuration), skips the work for
+# the next 30 (the warm-up and timed calls), then computes again (the recheck): only a check of a
+# timed call sees it. Host state is flagged by the static scan too; the spot check does not rely on it.
+SKIPS_WHILE_TIMED = "static int calls;\n" + REF.replace(
+    "void row_sum(int rows, int cols, const float *a, float *out) {",
+    "void row_sum(int rows, int cols, const float *a, float *out) {\n"
+    "  calls++;\n  if (calls > 4 && calls <= 12) return;")
+
+
+def test_spot_check_catches_work_skipped_while_timed(emu):
+    (r,) = emu.evaluate_many([(TASK, SKIPS_WHILE_TIMED)])
+    assert r.status == "wrong" and "hack:timed_calls_differ" in r.flags, (r.message, r.failures)
+    assert r.pass_rate == 1.0  # every checked call was right
+    (spot,) = [f for f in r.failures if f.get("stage") == "timed"]
+    assert spot["reason"] == "mismatch" and 0 <= spot["timed_rep"] < 7
+
+
+def test_spot_check_off_lets_it_through(emu, monkeypatch):
+    """The same candidate without the spot check: correct, its inflated timing believed (which
+    is why the check is on by default)."""
+    import dataclasses
+
+    monkeypatch.setattr(emu, "cfg", dataclasses.replace(emu.cfg, spot_check=False))
+    r, memo = emu.evaluate_many([(TASK, SKIPS_WHILE_TIMED + "\n// off\n"), (TASK, MEMO + "\n// off\n")])
+    assert r.status == "correct" and "hack:timed_calls_differ" not in r.flags, (r.message, r.failures)
+    assert memo.status == "wrong" and "hack:stateful_or_cached" in memo.flags  # the recheck still works

@@ -29,10 +29,11 @@
 //                                              (reset, one call, device sync, every buffer copied back)
 //   store <outdir>                          -> ok <modified-inputs csv or -> | err <reason>
 //                                              (host only: inputs of the last run compared, outputs written)
-//   time <slot,slot,..> <warmup> <reps> <flush 0|1>
+//   time <slot,slot,..> <warmup> <reps> <flush 0|1> [<spot rep>]
 //                                           -> ok <a1,a2,..> <b1,b2,..> .. (one field per slot, in order)
 //                                              | cuda <code> <name> <sticky>
-//                                              (on the buffers as they are: the parent sends reset first)
+//                                              (on the buffers as they are: the parent sends reset first;
+//                                               with a spot rep, `store` then gives that timed call's outputs)
 //   free                                    -> ok
 //   quit
 // Argfile lines:  P <name> <role> <elem_bytes> <numel> <datafile|-> <poison_hex|->
@@ -67,6 +68,7 @@ struct Arg {
   size_t elem = 0, numel = 0;
   std::vector<unsigned char> host;    // what reset copies to the device: inputs, or poison (out)
   std::vector<unsigned char> back;    // the device contents after the last run (pre-faulted)
+  bool back_valid = false;            // `back` was copied from the device by that run
   void *dev = nullptr;
   unsigned char scalar[8] = {0};
   void *argp = nullptr;  // what the caller shim dereferences
@@ -271,6 +273,7 @@ static void cmd_run(int slot) {
   for (auto &a : args) {
     size_t n = a.is_ptr ? a.elem * a.numel : 0;
     if (n && report_cuda(cudaMemcpy(a.back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
+    a.back_valid = a.is_ptr;
   }
   have_run = true;
   reply("ok %.6f", ms);
@@ -284,7 +287,10 @@ static void cmd_store(const char *outdir) {
     if (!a.is_ptr) continue;
     size_t n = a.elem * a.numel;
     if (a.role == "in") {
-      if (n && memcmp(a.back.data(), a.host.data(), n) != 0) modified += (modified.empty() ? "" : ",") + a.name;
+      // (a spot check inside a timed region copies back outputs only: inputs are not judged then)
+      if (n && a.back_valid && memcmp(a.back.data(), a.host.data(), n) != 0) modified += (modified.empty() ? "" : ",") + a.name;
+    } else if (n && !a.back_valid) {
+      reply("err output %s was not copied back", a.name.c_str()); return;
     } else if (!write_file(std::string(outdir) + "/" + a.name + ".bin", a.back.data(), n)) {
       reply("err cannot write output %s", a.name.c_str()); return;
     }
@@ -294,10 +300,15 @@ static void cmd_store(const char *outdir) {
 
 // Times the slots interleaved: every repetition calls each slot once, forward on even
 // repetitions and backward on odd ones, so slow drift (clocks, temperature) hits all equally.
-static void cmd_time(const std::vector<int> &order, int warmup, int reps, int flush) {
+// With spot >= 0, the call of order[0] in repetition `spot` is also checked: its outputs are
+// poisoned before it and copied back after it (both outside the timed interval, the poison
+// before the L2 flush), so `store` can hand the parent what that timed call really wrote. A
+// candidate that skips work while it is timed cannot know which call is looked at.
+static void cmd_time(const std::vector<int> &order, int warmup, int reps, int flush, int spot) {
   for (int sl : order) if (!slots.count(sl)) { reply("err no such slot"); return; }
   if (args.empty()) { reply("err no args"); return; }
   have_run = false;  // the timed calls change outputs (and inout buffers): `back` is stale
+  for (auto &a : args) a.back_valid = false;
   size_t k = order.size();
   for (int w = 0; w < warmup; w++)
     for (size_t j = 0; j < k; j++) { caller(slots[order[j]], argv_ptrs.data()); after_call(); }
@@ -310,6 +321,11 @@ static void cmd_time(const std::vector<int> &order, int warmup, int reps, int fl
   for (int r = 0; r < reps; r++) {
     for (size_t j = 0; j < k; j++) {
       size_t which = (r % 2 == 0) ? j : k - 1 - j;
+      bool spotted = r == spot && which == 0;
+      if (spotted)
+        for (auto &a : args)
+          if (a.is_ptr && a.role == "out" && !a.host.empty() &&
+              report_cuda(cudaMemcpy(a.dev, a.host.data(), a.host.size(), cudaMemcpyHostToDevice))) return;
       if (flush && flush_buf) cudaMemsetAsync(flush_buf, r & 0xff, flush_bytes, 0);
       cudaEventRecord(s, 0);
       caller(slots[order[which]], argv_ptrs.data());
@@ -323,6 +339,14 @@ static void cmd_time(const std::vector<int> &order, int warmup, int reps, int fl
       float ms = 0;
       cudaEventElapsedTime(&ms, s, t);
       ms_of[which].push_back(ms);
+      if (spotted) {
+        for (auto &a : args) {
+          size_t n = a.is_ptr && a.role != "in" ? a.elem * a.numel : 0;
+          if (n && report_cuda(cudaMemcpy(a.back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
+          a.back_valid = n > 0;
+        }
+        have_run = true;
+      }
     }
   }
   cudaEventDestroy(s); cudaEventDestroy(t);
@@ -422,14 +446,13 @@ int main(int argc, char **argv) {
       if (sscanf(line, "%*s %4095s", outdir) != 1) { reply("err bad store"); continue; }
       cmd_store(outdir);
     } else if (!strcmp(op, "time")) {
-      int warm, reps, flush; char list[256];
-      if (sscanf(line, "%*s %255s %d %d %d", list, &warm, &reps, &flush) != 4 || reps < 1 || warm < 0) {
-        reply("err bad time"); continue;
-      }
+      int warm, reps, flush, spot = -1; char list[256];
+      int got = sscanf(line, "%*s %255s %d %d %d %d", list, &warm, &reps, &flush, &spot);
+      if (got < 4 || reps < 1 || warm < 0 || spot >= reps) { reply("err bad time"); continue; }
       std::vector<int> order;
       for (char *tok = strtok(list, ","); tok; tok = strtok(nullptr, ",")) order.push_back(atoi(tok));
       if (order.empty() || order.size() > 32) { reply("err bad time"); continue; }
-      cmd_time(order, warm, reps, flush);
+      cmd_time(order, warm, reps, flush, spot);
     } else if (!strcmp(op, "free")) {
       free_args();
       reply("ok");
