@@ -8,8 +8,12 @@
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 cp data/measurements/c2cuda_*.parquet "$OUT"/ 2>/dev/null || true
+# Libraries of this shard built ahead on the CPU machine (same nvcc), if carried:
+#   python -m cudaperf.prebuilt pack --shard K --of N --out .prebuilt/c2cuda_shardKofN.tar.gz
+PREBUILT=${PREBUILT:-.prebuilt/c2cuda_shard${SHARD:-0}of${OF:-4}.tar.gz}
+PRE=(); [ -f "$PREBUILT" ] && PRE=(--prebuilt "$PREBUILT")
 # SIGABRT at the hard limit makes faulthandler print every thread's stack: a hang explains itself.
 timeout -s ABRT $(( ${BUDGET_S:-520} + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py \
   --shard "${SHARD:-0}" --of "${OF:-4}" --out-dir "$OUT" --max-seconds "${BUDGET_S:-520}" \
-  --workers-per-gpu "${WORKERS:-12}" --chunk-variants "${CHUNK:-128}" > "$OUT/verify_shard${SHARD:-0}.log" 2>&1
+  --workers-per-gpu "${WORKERS:-12}" --chunk-variants "${CHUNK:-128}" ${PRE[@]+"${PRE[@]}"} > "$OUT/verify_shard${SHARD:-0}.log" 2>&1
 tail -14 "$OUT/verify_shard${SHARD:-0}.log" | cut -c1-700

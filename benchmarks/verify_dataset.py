@@ -37,18 +37,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
-from cudaperf.tasks import Task, load_tasks  # noqa: E402
+from cudaperf.tasks import Task, load_tasks, shard_tasks  # noqa: E402,F401 (shard_tasks: tests use it from here)
 
 DEFAULT_TASKS = "data/tasks/c2cuda.jsonl.gz"
 DEFAULT_OUT = "data/measurements"
-
-
-def shard_tasks(tasks: Sequence[Task], shard: int, of: int) -> list[Task]:
-    """Tasks of shard `shard` of `of`: every of-th task in task-id order (families interleave)."""
-    if of < 1 or not 0 <= shard < of:
-        raise ValueError(f"shard {shard} of {of}: need 0 <= shard < of")
-    ordered = sorted(tasks, key=lambda t: t.task_id)
-    return ordered[shard::of]
 
 
 def shard_path(out_dir: str | Path, slug: str, shard: int) -> Path:
@@ -223,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
     ap.add_argument("--workers-per-gpu", type=int, default=12)
     ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
+    ap.add_argument("--prebuilt", default="", help="archive of this shard's libraries built on another machine "
+                    "with the same nvcc (python -m cudaperf.prebuilt pack): installed into the compile cache first")
     ap.add_argument("--one-by-one", action="store_true",
                     help="a runner per variant (evaluate_many) instead of one per task (evaluate_groups)")
     a = ap.parse_args(argv)
@@ -251,6 +245,13 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"({len(done)} pairs already measured on {meta['gpu']})")
         out = shard_path(a.out_dir, slug, a.shard)
         meta["mode"] = "one_by_one" if a.one_by_one else "grouped"
+        if a.prebuilt:
+            from cudaperf import prebuilt
+
+            counts = prebuilt.install(a.prebuilt, mine, harness.cache_dir, arch=harness.arch,
+                                      flags=tuple(harness.cfg.nvcc_flags))
+            print(f"prebuilt libraries from {a.prebuilt}: {json.dumps(counts)}")
+            meta["prebuilt"] = counts
         table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants, max_seconds=a.max_seconds,
                            grouped=not a.one_by_one)
         print(f"\nshard file {out}:")

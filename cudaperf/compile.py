@@ -49,6 +49,7 @@ class CompileResult:
     cached: bool = False
     key: str = ""
     timed_out: bool = False
+    built_with: str = ""  # set when the library came from another machine (cudaperf.prebuilt)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,7 +211,7 @@ def _load_cached(cache_dir: str | Path, key: str) -> CompileResult | None:
         return None
     return CompileResult(ok=bool(meta["ok"]), so_path=str(so_p) if meta["ok"] else None, log=meta["log"],
                          resources=meta.get("resources", {}), seconds=float(meta.get("seconds", 0.0)),
-                         cached=True, key=key, timed_out=False)
+                         cached=True, key=key, timed_out=False, built_with=meta.get("built_with", ""))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -221,6 +222,7 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _store(cache_dir: str | Path, res: CompileResult, built_so: Path | None) -> None:
+    """Put a compile result (and its library) into the cache under ``res.key``."""
     meta_p, so_p = _cache_paths(cache_dir, res.key)
     if res.ok and built_so is not None:
         so_p.parent.mkdir(parents=True, exist_ok=True)
@@ -230,6 +232,8 @@ def _store(cache_dir: str | Path, res: CompileResult, built_so: Path | None) -> 
         os.replace(tmp, so_p)
         res.so_path = str(so_p)
     meta = {"ok": res.ok, "log": res.log, "resources": res.resources, "seconds": res.seconds}
+    if res.built_with:
+        meta["built_with"] = res.built_with
     _atomic_write(meta_p, json.dumps(meta).encode())
 
 

@@ -400,6 +400,8 @@ class Harness:
         res.timings["compile"] = round(time.perf_counter() - t, 4)
         res.compiled = bool(cr.ok)
         res.compile_log = cr.log
+        if cr.built_with:  # a library built on another machine (cudaperf.prebuilt): say so
+            res.versions["built_with"] = cr.built_with
         res.resources = cr.resources or {}
         res.features = self._static_features(source, res.resources)
         if not cr.ok:

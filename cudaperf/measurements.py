@@ -54,11 +54,12 @@ SCHEMA = pa.schema([
     ("message", pa.string()),
     ("resources", pa.string()),       # JSON: ptxas report per kernel (registers, smem, spills, ...)
     ("timings", pa.string()),         # JSON: harness seconds per stage (compile, check, time, ...)
+    ("built_with", pa.string()),      # toolchain of the machine that compiled the library, when not this one
     ("measured_at", pa.string()),     # ISO 8601, UTC
 ])
 COLUMNS = tuple(SCHEMA.names)
 # Added after the first shards were measured: absent in older rows, read back as null.
-OPTIONAL = ("baseline_cv", "baseline_clean_ms", "resources", "timings")
+OPTIONAL = ("baseline_cv", "baseline_clean_ms", "resources", "timings", "built_with")
 KEY = ("task_id", "variant")
 META_KEY = b"cudaperf"
 
@@ -84,6 +85,7 @@ def row_from_result(task: Task, variant: str, res: EvalResult, measured_at: str 
         "flags": list(res.flags), "message": res.message,
         "resources": json.dumps(res.resources, sort_keys=True) if res.resources else None,
         "timings": json.dumps(res.timings, sort_keys=True) if res.timings else None,
+        "built_with": (res.versions or {}).get("built_with"),
         "measured_at": measured_at or now_utc(),
     }
 

@@ -30,7 +30,7 @@ import math
 import operator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -459,3 +459,12 @@ def find_task(ref: str | Path, search: Iterable[str | Path] = ()) -> Task:
                 if t.task_id == str(ref):
                     return t
     raise TaskError(f"no task {str(ref)!r} in {[str(s) for s in search]}")
+
+
+def shard_tasks(tasks: Sequence[Task], shard: int, of: int) -> list[Task]:
+    """Tasks of shard `shard` of `of`: every of-th task in task-id order (families interleave).
+    Dataset verification and `cudaperf.prebuilt` cut the dataset the same way."""
+    if of < 1 or not 0 <= shard < of:
+        raise ValueError(f"shard {shard} of {of}: need 0 <= shard < of")
+    ordered = sorted(tasks, key=lambda t: t.task_id)
+    return ordered[shard::of]
