@@ -103,7 +103,7 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
     Returns its table."""
     start = clock()
     table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
-    slowest = 0.0
+    slowest, done = 0.0, 0
     todo = chunks(work, chunk_variants)
     # References and naive builds of the next chunk are made while this chunk runs on the GPU
     # (they are CPU work); a prefetch starts only when two chunks' time is still left.
@@ -124,8 +124,11 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
             slowest = max(slowest, clock() - t0)
             rows = table[table["task_id"].isin([t.task_id for t, _ in chunk])]
             ok = int((rows["status"] == "correct").sum())
-            log(f"chunk {i + 1}/{len(todo)}: {len(rows)} variants, {ok} correct, {clock() - t0:.1f}s "
-                f"(elapsed {clock() - start:.0f}s) -> {shard_file}")
+            took = clock() - t0
+            done += len(rows)
+            log(f"chunk {i + 1}/{len(todo)}: {len(rows)} variants, {ok} correct, {took:.1f}s "
+                f"({len(rows) / max(took, 1e-9) * 60:.0f}/min; {done / max(clock() - start, 1e-9) * 60:.0f}/min "
+                f"overall, elapsed {clock() - start:.0f}s) -> {shard_file}")
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
     return table
