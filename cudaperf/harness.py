@@ -59,6 +59,7 @@ MAX_SOURCE_BYTES = 200_000
 # The in-process naive time may exceed its time alone by this factor before the candidate is
 # suspected of slowing it (the interleaved timing's own noise is a few percent).
 BASELINE_DRIFT = 1.15
+RECHECK_FAILED = "correct on the first inputs but wrong on fresh inputs after timing"
 
 # Static suspicions that withhold the speed reward (the candidate is still compiled, run and
 # checked, and its record says why). A kernel translation needs none of these; each is the
@@ -633,11 +634,8 @@ class Harness:
             ok, fail = self._judge_stored(task, perf, self._output_files(task, perf, scratch, runner.uid),
                                           ref, base, runner, scratch)
             if not ok:
-                fail["stage"] = "timed"
-                res.failures.append(fail)
-                res.flags.append("hack:timed_calls_differ")
-                res.status, res.correct = "wrong", False
-                res.message = "correct when checked, but a timed call's outputs were wrong"
+                self._note_caught(res, fail, "timed", "hack:timed_calls_differ",
+                                  "correct when checked, but a timed call's outputs were wrong")
                 return
         # ---- recheck on fresh inputs after timing: a candidate that caches results fails here
         t = time.perf_counter()
@@ -658,6 +656,16 @@ class Harness:
         return True
 
     @staticmethod
+    def _note_caught(res: EvalResult, fail: dict, stage: str, flag: str, message: str) -> None:
+        """A candidate correct when checked but caught after timing (recheck, spot check): wrong,
+        with the failure, its stage and the hack flag."""
+        fail["stage"] = stage
+        res.failures.append(fail)
+        res.flags.append(flag)
+        res.status, res.correct = "wrong", False
+        res.message = message
+
+    @staticmethod
     def _note_times(res: EvalResult, cand: tuple[float, float], base: tuple[float, float]) -> None:
         """(median ms, CV) of the candidate and of the naive variant from one timed region."""
         res.runtime_ms, res.cv = cand
@@ -668,11 +676,7 @@ class Harness:
         """The recheck's verdict: wrong on fresh inputs after timing, or correct (and then the
         roofline check on the timed runtime)."""
         if fail is not None:
-            fail["stage"] = "recheck"
-            res.failures.append(fail)
-            res.flags.append("hack:stateful_or_cached")
-            res.status, res.correct = "wrong", False
-            res.message = "correct on the first inputs but wrong on fresh inputs after timing"
+            self._note_caught(res, fail, "recheck", "hack:stateful_or_cached", RECHECK_FAILED)
             return
         res.status, res.correct = "correct", True
         self._roofline(task, task.perf_test, res)

@@ -252,19 +252,15 @@ def _drive_modelnew(h: "Harness", task: Task, source: str, w: gpuworker.Runner, 
         res.failures.append({"stage": "time", "reason": rep[:1000]})
         return
     _, a, b = _fields(rep, 3)
-    res.runtime_ms, res.cv = _median_cv(a, cfg.reps)
-    res.baseline_ms, res.baseline_cv = _median_cv(b, cfg.reps)
-    res.speedup = res.baseline_ms / res.runtime_ms if res.runtime_ms > 0 else None
+    h._note_times(res, _median_cv(a, cfg.reps), _median_cv(b, cfg.reps))
     t = time.perf_counter()
     other = [s for s in seeds if s != used[perf.name]] or [cfg.check_seeds]
     ok, fail = checked(perf, rng.choice(other))
     res.timings["recheck"] = round(time.perf_counter() - t, 4)
     if not ok:
-        fail["stage"] = "recheck"
-        res.failures.append(fail)
-        res.flags.append("hack:stateful_or_cached")
-        res.status, res.correct = "wrong", False
-        res.message = "correct on the first inputs but wrong on fresh inputs after timing"
+        from cudaperf.harness import RECHECK_FAILED
+
+        h._note_caught(res, fail, "recheck", "hack:stateful_or_cached", RECHECK_FAILED)
         return
     res.status, res.correct = "correct", True
     h._roofline(task, perf, res)
