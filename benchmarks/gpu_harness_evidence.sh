@@ -16,7 +16,9 @@ if [ ! -f "data/ceilings/$SLUG.json" ]; then
 fi
 export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
 timeout ${TEST_S:-420} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --timeout 400 \
-  tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py tests/test_torchpath.py 2>&1 | tail -45 > "$OUT/gpu_tests_$SLUG.log"
+  tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py tests/test_torchpath.py \
+  > "$OUT/gpu_tests_${SLUG}_full.log" 2>&1  # whole log, so a run cut short still says what failed
+tail -60 "$OUT/gpu_tests_${SLUG}_full.log" > "$OUT/gpu_tests_$SLUG.log"
 tail -8 "$OUT/gpu_tests_$SLUG.log"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 timeout ${BENCH_S:-150} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-120} \

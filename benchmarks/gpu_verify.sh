@@ -11,6 +11,7 @@
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 cp data/measurements/c2cuda_*.parquet "$OUT"/ 2>/dev/null || true
+df -h /dev/shm /tmp | tail -2; free -g | head -2
 OF=${OF:-4}
 END=$(( SECONDS + ${BUDGET_S:-520} ))
 for K in ${SHARDS:-${SHARD:-0}}; do
@@ -22,6 +23,7 @@ for K in ${SHARDS:-${SHARD:-0}}; do
   timeout -s ABRT $(( LEFT + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py \
     --shard "$K" --of "$OF" --out-dir "$OUT" --max-seconds "$LEFT" \
     --workers-per-gpu "${WORKERS:-12}" --chunk-variants "${CHUNK:-128}" ${PRE[@]+"${PRE[@]}"} \
+    --sample-stacks "$OUT/stacks_shard$K.txt" \
     > "$OUT/verify_shard$K.log" 2>&1
   echo "== shard $K"; grep -v "it/s\]" "$OUT/verify_shard$K.log" | tail -14 | cut -c1-700
 done

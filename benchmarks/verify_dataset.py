@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import json
 import shlex
 import sys
@@ -38,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
 from cudaperf.tasks import Task, load_tasks, shard_tasks  # noqa: E402,F401 (shard_tasks: tests use it from here)
+from cudaperf.stacksample import StackSampler  # noqa: E402
 
 DEFAULT_TASKS = "data/tasks/c2cuda.jsonl.gz"
 DEFAULT_OUT = "data/measurements"
@@ -222,6 +224,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "with the same nvcc (python -m cudaperf.prebuilt pack): installed into the compile cache first")
     ap.add_argument("--one-by-one", action="store_true",
                     help="a runner per variant (evaluate_many) instead of one per task (evaluate_groups)")
+    ap.add_argument("--sample-stacks", default="", help="write where the threads spent their time to this file "
+                    "(cudaperf.stacksample)")
     a = ap.parse_args(argv)
 
     tasks = load_tasks(a.tasks, families=a.families or None)
@@ -255,8 +259,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                                       flags=tuple(harness.cfg.nvcc_flags))
             print(f"prebuilt libraries from {a.prebuilt}: {json.dumps(counts)}")
             meta["prebuilt"] = counts
-        table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants, max_seconds=a.max_seconds,
-                           grouped=not a.one_by_one)
+        sampler = StackSampler() if a.sample_stacks else contextlib.nullcontext()
+        try:
+            with sampler:
+                table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants,
+                                   max_seconds=a.max_seconds, grouped=not a.one_by_one)
+        finally:
+            if a.sample_stacks:
+                Path(a.sample_stacks).write_text(sampler.report(40) + "\n")
         print(f"\nshard file {out}:")
         for line in summary_lines(table):
             print("  " + line)

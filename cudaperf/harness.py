@@ -252,14 +252,22 @@ class Harness:
     # ------------------------------------------------------------------ public API
     def prepare(self, tasks: Sequence[Task], *, progress: bool = False) -> dict[str, str]:
         """Per-task one-off work, in parallel on all cores: the naive variant's build and the
-        reference outputs for every test and seed of the pool.
+        reference outputs for every test and seed of the pool (perf-size ones only when they
+        all fit in the reference memory cache; otherwise they are made at first use).
 
         Evaluation does this lazily anyway; calling it first keeps it out of per-candidate
         timings (the benchmark reports it separately). Returns {task_id: error} for tasks whose
         naive variant or reference failed (those tasks cannot be evaluated).
         """
+        from cudaperf import reference
+
         errors: dict[str, str] = {}
         jobs = [(t, x, s) for t in tasks for x in t.tests for s in range(self.cfg.check_seeds)]
+        # References too big for the disk cache live in memory only: made ahead only when all of
+        # them fit in half of it, else they would be evicted before use and computed twice.
+        big = [j for j in jobs if not reference.disk_cached(j[0], j[1])]
+        if sum(reference.output_bytes(t, x) for t, x, _ in big) > reference.memory_budget() // 2:
+            jobs = [j for j in jobs if reference.disk_cached(j[0], j[1])]
         bar = None
         if progress:
             from tqdm.auto import tqdm

@@ -138,7 +138,8 @@ def _finish(vals: np.ndarray, dt: np.dtype, where: str) -> np.ndarray:
     if dt.kind == "b":
         return vals.astype(bool)
     if dt.kind == "f":
-        return vals.astype(np.float64).astype(dt)  # exactly representable by construction
+        # exactly representable by construction; no copy when already there (perf sizes are GBs)
+        return vals.astype(np.float64, copy=False).astype(dt, copy=False)
     if vals.dtype.kind == "f":
         if not np.all(np.isfinite(vals)) or np.any(vals != np.floor(vals)):
             raise TaskError(f"{where}: generator produced non-integer values for an integer type")

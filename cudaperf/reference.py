@@ -14,7 +14,10 @@ Guarantees:
 * `reference_outputs` runs the entry in ``python -m cudaperf.refrunner`` under
   `sandbox.run_limited` (time/memory/file limits, scrubbed env, scratch dir, and an
   unprivileged uid when root and the interpreter is reachable by one) on `inputs.make_inputs`
-  of (task, test, seed), and caches the result as ``<task hash>/<test>/<seed>.npz``.
+  of (task, test, seed), and caches the result as ``<task hash>/<test>/<seed>.npz`` when it is
+  at most $CUDAPERF_REF_DISK_MAX_MB (default 64); bigger ones (perf-size tests) are kept only in
+  memory (LRU, $CUDAPERF_REF_MEMORY_GB, default a quarter of RAM up to 16) and recomputed when
+  evicted. The reference's files go through shared memory when it has room.
   Outputs are float64 for float parameters computed in double, the parameter's dtype otherwise.
 * torch2cuda tasks: the module is trusted task data (generated here or taken from KernelBench),
   so it runs in this process (`torchtasks.runtime`, float64, same inputs), cached the same way.
@@ -183,21 +186,76 @@ class _MemoryCache:
                 self.bytes -= sum(a.nbytes for a in old.values())
 
 
-_MEMORY = _MemoryCache(int(float(os.environ.get("CUDAPERF_REF_MEMORY_GB", "4")) * (1 << 30)))
+def _default_memory_gb() -> float:
+    """A quarter of this machine's memory, at most 16 GB (perf-size references live only here)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 4.0
+    return max(1.0, min(16.0, total / 4 / (1 << 30)))
+
+
+_MEMORY = _MemoryCache(int(float(os.environ.get("CUDAPERF_REF_MEMORY_GB") or _default_memory_gb()) * (1 << 30)))
+# Larger outputs are not written to the disk cache (see `reference_outputs`).
+DISK_MAX_BYTES = int(float(os.environ.get("CUDAPERF_REF_DISK_MAX_MB", "64")) * (1 << 20))
+_INFLIGHT: dict[str, threading.Event] = {}
+_INFLIGHT_MU = threading.Lock()
 
 
 def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str | Path,
                       timeout_s: float = 120, mem_limit_gb: float = 8) -> dict[str, np.ndarray]:
-    """Reference outputs (out + inout parameters) for one test and input seed; cached on disk,
-    and the most recently used ones (up to $CUDAPERF_REF_MEMORY_GB, default 4) in memory,
-    read-only."""
+    """Reference outputs (out + inout parameters) for one test and input seed, read-only. Kept
+    in memory (the most recently used, up to $CUDAPERF_REF_MEMORY_GB) and, when at most
+    $CUDAPERF_REF_DISK_MAX_MB, on disk; a bigger one (a perf-size test) is recomputed in a new
+    process rather than written to disk: writing it costs more than computing it, and a
+    dataset's worth would fill the disk. Threads asking for the same outputs at once share one
+    computation."""
     cache = _ref_dir(task, cache_dir) / _safe(test.name) / f"{int(seed)}.npz"
     key = str(cache.resolve())
-    if (hit := _MEMORY.get(key)) is not None:
-        return dict(hit)
-    res = _reference_outputs(task, test, seed, cache, cache_dir, timeout_s, mem_limit_gb)
-    _MEMORY.put(key, res)
+    while True:
+        if (hit := _MEMORY.get(key)) is not None:
+            return dict(hit)
+        with _INFLIGHT_MU:
+            busy = _INFLIGHT.get(key)
+            if busy is None:
+                _INFLIGHT[key] = threading.Event()
+                break
+        busy.wait()  # then from memory, or (too big to keep) computed again below
+    try:
+        res = _reference_outputs(task, test, seed, cache, cache_dir, timeout_s, mem_limit_gb)
+        _MEMORY.put(key, res)
+    finally:
+        with _INFLIGHT_MU:
+            _INFLIGHT.pop(key).set()
     return dict(res)
+
+
+def output_bytes(task: Task, test: TestConfig) -> int:
+    """Bytes of a test's reference outputs (at most: float outputs counted as float64)."""
+    return sum(n * max(np.dtype(dt).itemsize, 8 if np.dtype(dt).kind == "f" else 1)
+               for n, dt in output_shapes(task, test).values())
+
+
+def memory_budget() -> int:
+    """Bytes of reference outputs kept in memory."""
+    return _MEMORY.max_bytes
+
+
+def disk_cached(task: Task, test: TestConfig) -> bool:
+    """Whether this test's reference outputs are small enough to be kept on disk."""
+    return output_bytes(task, test) <= DISK_MAX_BYTES
+
+
+def _scratch_base(nbytes: int) -> str | None:
+    """Shared memory for the reference's files when it has room for them (twice over): they
+    are written and read once, and a disk would turn that into write-back traffic."""
+    shm = "/dev/shm"
+    try:
+        if os.path.isdir(shm) and shutil.disk_usage(shm).free > 2 * nbytes + (256 << 20):
+            return shm
+    except OSError:
+        pass
+    return None
 
 
 def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cache_dir: str | Path,
@@ -208,7 +266,8 @@ def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cac
             return {k: f[k] for k in shapes}
     if task.track == "torch2cuda":
         res = _torch_reference(task, test, seed, shapes)
-        _save_cache(cache, res)
+        if disk_cached(task, test):
+            _save_cache(cache, res)
         return res
     so, precision = build_reference_info(task, cache_dir=cache_dir)
     promote = precision == "double"
@@ -222,12 +281,17 @@ def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cac
         e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": ref_dtype(p.dtype).name}
         if p.role in ("out", "inout"):
             e["numel"] = shapes[p.name][0]
+        if not p.is_pointer:
+            e["value"] = np.asarray(args[p.name]).item()
         params.append(e)
-    arrays = {k: np.asarray(v).astype(ref_dtype(np.asarray(v).dtype)) for k, v in args.items()}
-    with sandbox.acquire_uid() as uid0, sandbox.scratch(uid=uid0) as d:
+    nbytes = output_bytes(task, test) + sum(np.asarray(v).nbytes for v in args.values())
+    with sandbox.acquire_uid() as uid0, sandbox.scratch(_scratch_base(nbytes), uid=uid0) as d:
         uid = uid0 if uid0 is not None and _uid_can_run() else None
         shutil.copyfile(so, d / "ref.so")
-        np.savez(d / "inputs.npz", **arrays)
+        for p in task.signature:
+            if p.is_pointer and p.role in ("in", "inout"):
+                np.save(d / f"in_{p.name}.npy", np.asarray(args[p.name]))
+        del args
         (d / "spec.json").write_text(json.dumps({"library": str(d / "ref.so"), "entry": task.entry,
                                                  "params": params}))
         if uid is not None:
@@ -237,21 +301,22 @@ def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cac
                                   timeout_s=timeout_s, limits=_limits(mem_limit_gb, timeout_s),
                                   env=_runner_env(str(d)), drop_to_uid=uid)
         where = f"task {task.task_id}, test {test.name}, seed {seed}"
-        if not out.ok or not (d / "outputs.npz").is_file():
+        files = {name: d / f"out_{name}.npy" for name in shapes}
+        if not out.ok or not all(f.is_file() for f in files.values()):
             raise ReferenceError(f"{where}: reference run failed ({out.describe()}):\n{out.stderr[-3000:]}")
         try:
-            with np.load(d / "outputs.npz", allow_pickle=False) as f:
-                res = {k: f[k] for k in f.files}
+            # Mapped, not copied: the mapping outlives the scratch dir's removal (the file's
+            # pages stay until it is dropped), and a perf-size output is hundreds of MB.
+            res = {name: np.load(f, mmap_mode="r", allow_pickle=False) for name, f in files.items()}
         except (OSError, ValueError) as e:
             raise ReferenceError(f"{where}: unreadable reference outputs: {e}") from None
     for name, (n, dt) in shapes.items():
-        got = res.get(name)
+        got = res[name]
         want = ref_dtype(dt)
-        if got is None or got.shape != (n,) or got.dtype != want:
-            raise ReferenceError(f"{where}: output {name!r} is "
-                                 f"{None if got is None else (got.shape, got.dtype)}, expected ({n},) {want}")
-    res = {k: res[k] for k in shapes}
-    _save_cache(cache, res)
+        if got.shape != (n,) or got.dtype != want:
+            raise ReferenceError(f"{where}: output {name!r} is {(got.shape, got.dtype)}, expected ({n},) {want}")
+    if disk_cached(task, test):
+        _save_cache(cache, res)
     return res
 
 

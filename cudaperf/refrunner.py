@@ -2,11 +2,19 @@
 
 Runs inside `sandbox.run_limited` (the reference is compiled task data, so it gets the same
 limits as any untrusted code). Protocol, all files in the scratch dir:
-``SPEC`` (JSON: library path, entry, and for each parameter in call order its name, role,
-numpy dtype, whether it is a pointer, and for outputs the element count), ``inputs.npz``
-(sizes/scalars as 0-d arrays, in/inout buffers, already converted to the reference's
-precision) -> ``outputs.npz`` (every out/inout buffer after the call). Exit 0 only when the
-call returned and the outputs were written; any failure exits non-zero with a message on stderr.
+
+* ``SPEC`` (JSON): library path, entry, and for each parameter in call order its name, role,
+  reference dtype (numpy name), whether it is a pointer, for scalars their ``value``, for
+  outputs the element count;
+* ``in_<name>.npy`` for every in/inout buffer, in the dtype it was generated in (the child
+  converts to the reference dtype: a float32 buffer crosses at half the size of its double);
+* ``out_<name>.npy`` for every out/inout buffer, written by the child: each is created at its
+  final size and memory-mapped, and the C code writes straight into it (no copy after the call).
+  Out buffers start zeroed, like calloc; inout buffers start as their input.
+
+Exit 0 only when the call returned and the outputs were flushed; any failure exits non-zero
+with a message on stderr. Perf-size references are hundreds of MB: every copy avoided here is
+time the harness does not wait for.
 """
 from __future__ import annotations
 
@@ -24,24 +32,36 @@ _SCALAR_CTYPES = {
 }
 
 
+def _output(path: Path, dt: np.dtype, n: int, init: np.ndarray | None) -> np.ndarray:
+    """An .npy file of n elements mapped into memory (plain zeros file when empty: nothing to map)."""
+    if n == 0:
+        np.save(path, np.zeros(0, dt))
+        return np.zeros(0, dt)
+    arr = np.lib.format.open_memmap(path, mode="w+", dtype=dt, shape=(n,))  # a new file reads as zeros
+    if init is not None:
+        arr[:] = init
+    return arr
+
+
 def run(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     work = Path(spec_path).parent
     lib = ctypes.CDLL(spec["library"])
     fn = getattr(lib, spec["entry"])
     fn.restype = None
-    with np.load(work / "inputs.npz", allow_pickle=False) as f:
-        given = {k: f[k] for k in f.files}
-    args, argtypes, outputs, keep = [], [], {}, []
+    args, argtypes, keep, mapped = [], [], [], []
     for p in spec["params"]:
         dt = np.dtype(p["dtype"])
         if p["pointer"]:
-            if p["role"] == "out":
-                arr = np.zeros(int(p["numel"]), dtype=dt)  # zero-initialised, like calloc
-            else:
-                arr = np.ascontiguousarray(given[p["name"]], dtype=dt).copy()
+            given = None
+            if p["role"] in ("in", "inout"):
+                given = np.load(work / f"in_{p['name']}.npy", mmap_mode="r", allow_pickle=False)
             if p["role"] in ("out", "inout"):
-                outputs[p["name"]] = arr
+                arr = _output(work / f"out_{p['name']}.npy", dt, int(p["numel"]), given)
+                if isinstance(arr, np.memmap):
+                    mapped.append(arr)
+            else:
+                arr = np.array(given, dtype=dt)  # a private, writable copy in the reference's precision
             if not arr.size:  # never hand out NULL for an empty buffer: C may form base pointers
                 arr = np.zeros(1, dt)
             keep.append(arr)
@@ -49,11 +69,12 @@ def run(spec_path: str) -> None:
             argtypes.append(ctypes.c_void_p)
         else:
             ct = _SCALAR_CTYPES[dt.name]
-            args.append(ct(given[p["name"]].item()))
+            args.append(ct(dt.type(p["value"]).item()))
             argtypes.append(ct)
     fn.argtypes = argtypes
     fn(*args)
-    np.savez(work / "outputs.npz", **outputs)
+    for arr in mapped:
+        arr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

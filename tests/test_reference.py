@@ -133,3 +133,38 @@ def test_memory_cache_serves_read_only_copies_and_stays_bounded(tmp_path):
     assert mc.bytes <= 3 * 800 and mc.get("k1") is None and mc.get("k5") is not None
     mc.put("huge", {"out": np.zeros(10_000)})  # larger than the whole cache: not kept
     assert mc.get("huge") is None
+
+
+def test_outputs_over_the_disk_limit_stay_in_memory_and_are_computed_once(tmp_path, monkeypatch):
+    """A perf-size reference is not written to disk; threads asking at once share one run (and
+    an inout buffer starts from its input: saxpy's y)."""
+    import threading
+
+    t = next(t for t in dev_tasks() if t.entry == "saxpy")
+    test = t.tests[1]
+    monkeypatch.setattr(ref, "DISK_MAX_BYTES", 0)
+    runs = []
+    real = ref.sandbox.run_limited
+
+    def counting(cmd, *a, **k):
+        if "cudaperf.refrunner" in cmd:  # (gcc building the reference runs through here too)
+            runs.append(1)
+            time.sleep(0.3)  # keep the first run in flight while the other threads ask
+        return real(cmd, *a, **k)
+
+    monkeypatch.setattr(ref.sandbox, "run_limited", counting)
+    got = [None] * 4
+
+    def ask(i):
+        got[i] = ref.reference_outputs(t, test, 7, cache_dir=tmp_path)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert len(runs) == 1
+    assert not (ref._ref_dir(t, tmp_path) / ref._safe(test.name) / "7.npz").exists()
+    exp = _expected(t, make_inputs(t, test, 7))["y"]
+    for g in got:
+        assert np.allclose(g["y"], exp, rtol=1e-12) and not g["y"].flags.writeable
