@@ -6,7 +6,8 @@ project's code together with the frame the thread is actually in (numpy, a pipe 
 `report()` lists the most frequent pairs as shares of all project-code samples: with N busy
 threads the shares say what the N threads were doing, e.g. 40 % "waiting for the runner's reply
 in _checked_run" vs 30 % "np.load in reference_outputs". Guarantees: never raises into the
-profiled program; threads not in project code (idle pool workers) are not counted.
+profiled program; threads not in project code (idle pool workers) are not counted, and project
+threads blocked in `threading` (a slot, a lock, other threads) are counted apart as idle.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ class StackSampler:
         self.interval = interval
         self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
         self.samples = 0
+        self.idle = 0  # samples of project threads blocked on a lock/event/queue (threading.py)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -54,13 +56,17 @@ class StackSampler:
             f = f.f_back
         if f is None:
             return
+        if frame.f_code.co_filename.endswith("threading.py"):
+            self.idle += 1  # waiting for a slot, a lock or other threads: not where time goes
+            return
         self.samples += 1
         self.counts[(_where(f), leaf if f is not frame else "")] += 1
 
     def report(self, top: int = 30) -> str:
         """The `top` most frequent (project frame, actual frame) pairs with their shares."""
         n = max(self.samples, 1)
-        lines = [f"{self.samples} thread samples in project code, every {self.interval * 1e3:.0f} ms"]
+        lines = [f"{self.samples} thread samples in project code, every {self.interval * 1e3:.0f} ms "
+                 f"(and {self.idle} of threads blocked on a lock, event or queue, not listed)"]
         for (mine, leaf), c in self.counts.most_common(top):
             lines.append(f"{100 * c / n:5.1f}%  {mine}" + (f"  <- {leaf}" if leaf else ""))
         return "\n".join(lines)
