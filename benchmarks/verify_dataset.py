@@ -266,7 +266,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                    max_seconds=a.max_seconds, grouped=not a.one_by_one)
         finally:
             if a.sample_stacks:
-                Path(a.sample_stacks).write_text(sampler.report(40) + "\n")
+                from cudaperf import gpuworker
+
+                Path(a.sample_stacks).write_text(sampler.report(40) + "\n\nrunner requests (count, seconds "
+                                                 "waited for replies, summed over threads):\n"
+                                                 + json.dumps(gpuworker.request_stats(), indent=1) + "\n")
         print(f"\nshard file {out}:")
         for line in summary_lines(table):
             print("  " + line)

@@ -20,6 +20,7 @@ import select
 import shutil
 import signal
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,27 @@ _SCALAR_CODES = {
     "int64": ("i64", "long long"), "uint64": ("u64", "unsigned long long"),
     "bool": ("b", "_Bool"),
 }
+
+_STATS_MU = threading.Lock()
+_REQUEST_STATS: dict[str, list[float]] = {}
+
+
+def _note_request(verb: str, seconds: float) -> None:
+    with _STATS_MU:
+        st = _REQUEST_STATS.setdefault(verb[:16], [0, 0.0])
+        st[0] += 1
+        st[1] += seconds
+
+
+def request_stats(reset: bool = False) -> dict[str, dict[str, float]]:
+    """Runner requests of this process by command (stage, alloc, run, store, time, ...): how many
+    and the seconds spent waiting for their replies, summed over threads -- where runner time goes."""
+    with _STATS_MU:
+        out = {k: {"count": int(n), "seconds": round(sec, 3)} for k, (n, sec) in sorted(_REQUEST_STATS.items())}
+        if reset:
+            _REQUEST_STATS.clear()
+    return out
+
 
 class RunnerDied(RuntimeError):
     """The runner process died, hung, or exceeded a limit; `reason` is a short machine tag."""
@@ -228,6 +250,13 @@ class Runner:
 
     # -- protocol
     def request(self, line: str, timeout: float | None = None) -> str:
+        t0 = time.monotonic()
+        try:
+            return self._request(line, timeout)
+        finally:
+            _note_request(line.split(" ", 1)[0], time.monotonic() - t0)
+
+    def _request(self, line: str, timeout: float | None) -> str:
         timeout = self.limits.run_timeout_s if timeout is None else timeout
         try:
             self._cmd.write(line + "\n")

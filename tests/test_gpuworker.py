@@ -227,3 +227,15 @@ def test_host_side_commands_without_a_gpu(tmp_path, runner_bin, cache):
                 bad.write_text(text)
                 assert r.request("stage bad.txt") == err, text
             assert r.request("stage nope.txt") == "err cannot open argfile"
+
+
+def test_request_stats_count_each_command():
+    from cudaperf import gpuworker as G
+
+    G.request_stats(reset=True)
+    G._note_request("run", 0.25)
+    G._note_request("run", 0.5)
+    G._note_request("store", 0.125)
+    st = G.request_stats(reset=True)
+    assert st == {"run": {"count": 2, "seconds": 0.75}, "store": {"count": 1, "seconds": 0.125}}
+    assert G.request_stats() == {}
