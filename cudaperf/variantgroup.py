@@ -153,7 +153,9 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
 
     def checked_all(test, seed, which: list[int]) -> dict[int, dict | None]:
         """Stage (test, seed) once; a checked call of every variant in `which` on it."""
+        t_ref = clock()
         ref = reference_outputs(task, test, seed, cache_dir=str(h.cache_dir))
+        common["reference"] = round(common.get("reference", 0.0) + clock() - t_ref, 4)  # in check/recheck
         h._prepare_args(task, test, seed, runner, scratch, lock)
         fails = {}
         for i in which:
