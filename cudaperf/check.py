@@ -87,7 +87,10 @@ class CheckOutcome:
         return "; ".join(parts)
 
 
-CHUNK = 1 << 20  # elements per pass: temporaries stay in cache, memory stays flat
+# Elements per pass: memory stays flat (a few 32 MB temporaries) while each numpy call is long
+# enough that a harness thread gives up the interpreter lock rarely -- with a dozen busy threads
+# every hand-back can wait milliseconds for its turn.
+CHUNK = 1 << 22
 
 
 def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any) -> CheckOutcome:

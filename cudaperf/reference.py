@@ -16,7 +16,7 @@ Guarantees:
   unprivileged uid when root and the interpreter is reachable by one) on `inputs.make_inputs`
   of (task, test, seed), and caches the result as ``<task hash>/<test>/<seed>.npz`` when it is
   at most $CUDAPERF_REF_DISK_MAX_MB (default 64); bigger ones (perf-size tests) are kept only in
-  memory (LRU, $CUDAPERF_REF_MEMORY_GB, default a quarter of RAM up to 16) and recomputed when
+  memory (LRU, $CUDAPERF_REF_MEMORY_GB, default a quarter of RAM up to 32) and recomputed when
   evicted. The reference's files go through shared memory when it has room.
   Outputs are float64 for float parameters computed in double, the parameter's dtype otherwise.
 * torch2cuda tasks: the module is trusted task data (generated here or taken from KernelBench),
@@ -187,12 +187,13 @@ class _MemoryCache:
 
 
 def _default_memory_gb() -> float:
-    """A quarter of this machine's memory, at most 16 GB (perf-size references live only here)."""
+    """A quarter of this machine's memory, at most 32 GB (perf-size references live only here;
+    dataset verification keeps two per task in flight for a dozen tasks)."""
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return 4.0
-    return max(1.0, min(16.0, total / 4 / (1 << 30)))
+    return max(1.0, min(32.0, total / 4 / (1 << 30)))
 
 
 _MEMORY = _MemoryCache(int(float(os.environ.get("CUDAPERF_REF_MEMORY_GB") or _default_memory_gb()) * (1 << 30)))

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import fcntl
+import functools
 import glob
 import hashlib
 import os
@@ -65,7 +66,8 @@ _LOCK_DIR = Path(tempfile.gettempdir()) / "cudaperf-uid-locks"
 # --------------------------------------------------------------------------- environment
 
 
-def _cuda_roots() -> list[Path]:
+@functools.lru_cache(maxsize=None)  # asked at every sandboxed start; the toolkit does not move
+def _cuda_roots() -> tuple[Path, ...]:
     roots: list[Path] = []
     for var in ("CUDA_HOME", "CUDA_PATH"):
         if os.environ.get(var):
@@ -81,11 +83,16 @@ def _cuda_roots() -> list[Path]:
         r = Path(os.path.realpath(r))
         if r.is_dir() and r not in out:
             out.append(r)
-    return out
+    return tuple(out)
 
 
 def cuda_bin_dirs() -> list[str]:
     """Directories holding nvcc (the wrapper's and the toolkit's)."""
+    return list(_cuda_bin_dirs())
+
+
+@functools.lru_cache(maxsize=None)
+def _cuda_bin_dirs() -> tuple[str, ...]:
     dirs: list[str] = []
     nvcc = shutil.which("nvcc")
     if nvcc:
@@ -93,11 +100,16 @@ def cuda_bin_dirs() -> list[str]:
     for r in _cuda_roots():
         if (r / "bin" / "nvcc").exists():
             dirs.append(str(r / "bin"))
-    return list(dict.fromkeys(dirs))
+    return tuple(dict.fromkeys(dirs))
 
 
 def cuda_lib_dirs() -> list[str]:
     """CUDA runtime library dirs found on this machine (toolkit and pip `nvidia-*` wheels)."""
+    return list(_cuda_lib_dirs())
+
+
+@functools.lru_cache(maxsize=None)  # globbing site-packages at every runner start added up
+def _cuda_lib_dirs() -> tuple[str, ...]:
     cands: list[str] = []
     for r in _cuda_roots():
         cands += [str(r / "lib64"), *glob.glob(str(r / "targets" / "*" / "lib"))]
@@ -106,7 +118,7 @@ def cuda_lib_dirs() -> list[str]:
             cands += glob.glob(os.path.join(sp, "nvidia", "*", "lib"))
             cands += glob.glob(os.path.join(sp, "nvidia", "cu*", "lib"))
     found = [d for d in cands if glob.glob(os.path.join(d, "libcudart.so*"))]
-    return list(dict.fromkeys(os.path.realpath(d) for d in found))
+    return tuple(dict.fromkeys(os.path.realpath(d) for d in found))
 
 
 def scrubbed_env(extra: dict | None = None, *, home: str) -> dict:
@@ -212,14 +224,23 @@ def launcher() -> Path:
     execs and still holds copies of our descriptors (the GPU timing lock among them). Spawning
     the launcher needs no Python in the child; it applies session, namespace, limits and uid in C.
     """
+    where = os.environ.get("CUDAPERF_LAUNCHER_DIR") or ""
+    known = _LAUNCHERS.get(where)
+    if known is not None and known.exists():  # asked at every sandboxed start: check once
+        return known
     digest = hashlib.sha256(LAUNCHER_SRC.read_bytes()).hexdigest()[:16]
-    base = Path(os.environ.get("CUDAPERF_LAUNCHER_DIR") or Path(tempfile.gettempdir()) / f"cudaperf-sbx-{os.geteuid()}")
+    base = Path(where or Path(tempfile.gettempdir()) / f"cudaperf-sbx-{os.geteuid()}")
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = base.stat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
         raise RuntimeError(f"{base} is not a private directory of this user: refusing to run a launcher from it")
-    return cached_build(base / digest / "sbxexec",
-                        lambda tmp: ["gcc", "-O2", "-o", str(tmp), str(LAUNCHER_SRC)], "the sandbox launcher", 120)
+    _LAUNCHERS[where] = cached_build(base / digest / "sbxexec",
+                                     lambda tmp: ["gcc", "-O2", "-o", str(tmp), str(LAUNCHER_SRC)],
+                                     "the sandbox launcher", 120)
+    return _LAUNCHERS[where]
+
+
+_LAUNCHERS: dict[str, Path] = {}
 
 
 def launch_argv(cmd: Sequence[str], limits: Limits, *, drop_to_uid: int | None = None, isolate_net: bool = False,
@@ -283,21 +304,6 @@ def _has_marker(pid: int, marker: bytes) -> bool:
         return False
 
 
-def _run_members(sid: int, marker: bytes | None, uid: int | None) -> list[int]:
-    me = os.getpid()
-    out = []
-    for pid in _pids():
-        if pid == me or pid == 1:
-            continue
-        st = _proc_stat(pid)
-        if st is None or st[0] in ("Z", "X"):
-            continue
-        if st[3] == sid or st[2] == sid or (uid is not None and _proc_uid(pid) == uid) or (
-                marker is not None and _has_marker(pid, marker)):
-            out.append(pid)
-    return out
-
-
 _SUBREAPER_DONE = False
 
 
@@ -356,20 +362,63 @@ def kill_uid(uid: int) -> None:
         print(f"cudaperf.sandbox: kill_uid({uid}) did not finish in 30 s", file=sys.stderr)
 
 
+def _scan(sid: int, marker: bytes | None, uid: int | None) -> list[tuple[int, str, int]] | None:
+    """Kill `uid`'s processes (root), then (pid, state, ppid) of every process of the run: in
+    session or group `sid`, owned by `uid`, or carrying `marker` in its environment. One C
+    launcher call (`sbxexec --sweep`): the scan's hundreds of /proc reads stay out of this
+    multi-threaded interpreter. None when the launcher could not do it."""
+    try:
+        out = subprocess.run([str(launcher()), "--sweep", str(int(sid)), str(-1 if uid is None else int(uid)),
+                              marker.decode() if marker else "-"], stdin=subprocess.DEVNULL,
+                             capture_output=True, close_fds=True, timeout=30)
+    except (OSError, RuntimeError, subprocess.TimeoutExpired):
+        return None
+    if out.returncode != 0:
+        return None
+    rows = []
+    for line in out.stdout.decode("latin-1").splitlines():
+        f = line.split()
+        if len(f) == 6:
+            rows.append((int(f[0]), f[1], int(f[2])))
+    return rows
+
+
+def _scan_py(sid: int, marker: bytes | None, uid: int | None) -> list[tuple[int, str, int]]:
+    """`_scan` in Python (the launcher unavailable): same rows, slower under thread contention."""
+    if uid is not None:
+        kill_uid(uid)
+    rows = []
+    for pid in _pids():
+        if pid == 1:
+            continue
+        st = _proc_stat(pid)
+        if st is None:
+            continue
+        if st[3] == sid or st[2] == sid or (uid is not None and _proc_uid(pid) == uid) or (
+                marker is not None and _has_marker(pid, marker)):
+            rows.append((pid, st[0], st[1]))
+    return rows
+
+
 def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
     """Kill everything that belongs to one run; repeat until the run has no live members.
 
     The leader (pid == sid) is killed but left for its Popen to reap, which keeps its status.
+    A run that ended cleanly costs one launcher call: kill the uid, list the run's processes
+    (none live; its zombies are reaped from the same list).
     """
+    me = os.getpid()
     killed: set[int] = set()
+    rows: list[tuple[int, str, int]] | None = None
     for _ in range(50):
-        if uid is not None:
-            kill_uid(uid)
         try:
             os.killpg(sid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        members = _run_members(sid, marker, uid)
+        rows = _scan(sid, marker, uid)
+        if rows is None:
+            rows = _scan_py(sid, marker, uid)
+        members = [pid for pid, state, _ in rows if pid != me and state not in ("Z", "X")]
         if not members:
             break
         for pid in members:
@@ -384,11 +433,12 @@ def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
                 pass
         killed.update(members)
         _reap_children([p for p in members if p != sid], deadline_s=0.5)
+        rows = None
+    if rows is None:  # gave up with members alive: look once more for what died meanwhile
+        rows = _scan(sid, marker, uid) or _scan_py(sid, marker, uid)
     # reap orphans of the run that were reparented to us (we are a subreaper)
-    me = os.getpid()
-    strays = [p for p in _pids() if (st := _proc_stat(p)) and st[1] == me and st[0] == "Z"
-              and (p in killed or st[3] == sid or (uid is not None and _proc_uid(p) == uid))]
-    _reap_children([p for p in set(killed) | set(strays) if p != sid], deadline_s=2.0)
+    strays = [pid for pid, state, ppid in rows if ppid == me and state == "Z"]
+    _reap_children([p for p in killed | set(strays) if p != sid], deadline_s=2.0)
 
 
 # --------------------------------------------------------------------------- uid slots

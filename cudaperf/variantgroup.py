@@ -10,7 +10,7 @@ output, wasteful for a task's 3-4 trusted variants. Here the variants of a task 
 * per test configuration the inputs are staged and bound once, then every variant gets a checked
   call on them (outputs poisoned, inputs checked unchanged, device synchronised, outputs compared
   with the cached reference), exactly `Harness._checked_run`;
-* the naive variant timed alone once (the clean baseline), then ONE timed region in which the
+* after the checks, the naive variant timed alone once (the clean baseline), then ONE timed region in which the
   naive variant and every variant that passed are timed interleaved (same warm-up, repetitions,
   L2 flush, median and CV as the one-candidate path); speedup = naive median / variant median;
 * the recheck on fresh inputs after timing, on the same device buffers, for every timed variant.
@@ -106,6 +106,10 @@ def _run_group(h: "Harness", task: Task, records: list[EvalResult], so_paths: li
     """The group on one runner; returns filled copies of `records` or raises."""
     t = time.perf_counter()
     base_so, shim = h._gpu_files(task, so_paths)
+    # The perf test's references (every seed: the check draws one, the recheck another) are CPU
+    # work: made before the runner slot is taken, so a slot never sits idle waiting for them.
+    for seed in range(h.cfg.check_seeds):
+        reference_outputs(task, task.perf_test, seed, cache_dir=str(h.cache_dir))
     t1 = time.perf_counter()
     slot = h._slots.get()  # one runner slot for the whole group
     waits = {"prepare": round(t1 - t, 4), "slot_wait": round(time.perf_counter() - t1, 4)}
@@ -143,14 +147,6 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
     perf = task.perf_test
     timing = f"{cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}"
 
-    # The naive variant alone: the yardstick an in-process baseline is checked against.
-    t = clock()
-    h._prepare_args(task, perf, 0, runner, scratch, lock, reset=True)
-    with lock.exclusive():
-        rep = _ok(runner.request(f"time 0 {timing}", timeout=cfg.run_timeout_s * 4), "clean baseline")
-    clean = _median_cv(_floats(_fields(rep, 2)[1], cfg.reps))[0]
-    common["clean_baseline"] = round(clock() - t, 4)
-
     def checked_all(test, seed, which: list[int]) -> dict[int, dict | None]:
         """Stage (test, seed) once; a checked call of every variant in `which` on it."""
         t_ref = clock()
@@ -180,10 +176,20 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
     common["check"] = round(clock() - t, 4)
     good = [i for i in range(k) if h._note_pass_rate(task, out[i], passed[i])]
 
+    # The naive variant alone: the yardstick an in-process baseline is checked against. Timed
+    # after the checks (the perf test is checked last), so the perf-size buffers of the check,
+    # this, the timed region and the recheck follow each other and the runner reuses them.
+    t = clock()
+    h._prepare_args(task, perf, used_seed[perf.name], runner, scratch, lock, reset=True)
+    with lock.exclusive():
+        rep = _ok(runner.request(f"time 0 {timing}", timeout=cfg.run_timeout_s * 4), "clean baseline")
+    clean = _median_cv(_floats(_fields(rep, 2)[1], cfg.reps))[0]
+    common["clean_baseline"] = round(clock() - t, 4)
+
     # ---- one timed region: the naive variant and every variant that passed, interleaved
     recheck: dict[int, dict | None] = {}
     if good:
-        h._prepare_args(task, perf, used_seed[perf.name], runner, scratch, lock, reset=True)
+        h._prepare_args(task, perf, used_seed[perf.name], runner, scratch, lock, reset=True)  # fresh inputs
         order = [0] + [i + 1 for i in good]
         t = clock()
         with lock.exclusive():

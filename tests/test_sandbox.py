@@ -244,3 +244,29 @@ def test_isolate_net_leaves_only_loopback(box):
     assert r.ok, r.describe() + r.stderr
     ifaces = [ln.split(":")[0].strip() for ln in r.stdout.splitlines()[2:]]
     assert ifaces == ["lo"]
+
+
+def test_sweep_scan_in_c_lists_the_same_processes_as_python():
+    """`sbxexec --sweep` (the C scan a run's cleanup uses) finds a run's processes by session and
+    by environment marker exactly as the Python fallback does, zombies included."""
+    import subprocess
+    import time
+
+    marker = b"CUDAPERF_TEST_MARK=scan123"
+    by_session = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    by_marker = subprocess.Popen(["sleep", "30"], env={"PATH": "/usr/bin:/bin", "CUDAPERF_TEST_MARK": "scan123"})
+    quick = subprocess.Popen(["true"], start_new_session=True)
+    try:
+        time.sleep(0.3)  # `quick` is a zombie now (not reaped yet)
+        for sid, want in ((by_session.pid, {by_session.pid}), (quick.pid, {quick.pid})):
+            c = sandbox._scan(sid, None, None)
+            assert c is not None and {p for p, _, _ in c} == want
+            assert sorted(c) == sorted(sandbox._scan_py(sid, None, None))
+        c = sandbox._scan(999_999_999, marker, None)
+        assert c is not None and [p for p, _, _ in c] == [by_marker.pid]
+        assert sorted(c) == sorted(sandbox._scan_py(999_999_999, marker, None))
+        assert dict((p, s) for p, s, _ in sandbox._scan(quick.pid, None, None))[quick.pid] == "Z"
+    finally:
+        for p in (by_session, by_marker, quick):
+            p.kill()
+            p.wait()

@@ -67,6 +67,7 @@ struct Arg {
   bool is_ptr = false;
   size_t elem = 0, numel = 0;
   std::vector<unsigned char> host;    // what reset copies to the device: inputs, or poison (out)
+  std::string src;                    // the input file `host` holds (runs never change `host`)
   std::vector<unsigned char> back;    // the device contents after the last run (pre-faulted)
   bool back_valid = false;            // `back` was copied from the device by that run
   void *dev = nullptr;
@@ -156,10 +157,23 @@ static void free_args() {
   argv_ptrs.clear();
 }
 
+// The bound arg at this position if it has the same name and size as `a`.
+static Arg *same_layout(size_t idx, const Arg &a) {
+  if (idx < args.size() && args[idx].is_ptr && args[idx].name == a.name && args[idx].elem == a.elem &&
+      args[idx].numel == a.numel)
+    return &args[idx];
+  return nullptr;
+}
+
 // Host side of an argfile: input files read, poison buffers built, copy-back buffers touched,
-// all before the parent takes the GPU lock. No CUDA call here.
+// all before the parent takes the GPU lock. No CUDA call here. A buffer of the same layout as the
+// bound one (perf-size check, timing and recheck follow each other) takes over the bound one's
+// host memory: faulting in fresh pages for hundreds of MB cost more than the copy into them. The
+// bound args are then spent: nothing runs on them until `alloc` binds these (and if this stage
+// fails they are dropped, so a run cannot read a buffer that was taken).
 static std::string stage_args(const char *path) {
   staged.clear();
+  bool took = false;
   FILE *f = fopen(path, "r");
   if (!f) return "cannot open argfile";
   char kind[4], name[256], role[32], data[4096], poison[64], code[8], val[128];
@@ -173,12 +187,23 @@ static std::string stage_args(const char *path) {
       }
       a.name = name; a.role = role; a.is_ptr = true; a.elem = elem; a.numel = numel;
       size_t n = elem * numel;
+      if (Arg *old = same_layout(staged.size(), a)) {
+        a.host.swap(old->host);
+        a.back.swap(old->back);
+        a.src.swap(old->src);
+        took = true;
+      }
       if (strcmp(data, "-") == 0 && a.role != "out") { err = "input " + a.name + " without a data file"; break; }
       if (strcmp(data, "-") != 0) {
-        if (!read_file(data, a.host, n)) { err = std::string("cannot read ") + data; break; }
+        // Input files are immutable (one per task, test, seed): the same one again is already here.
+        if (!(a.src == data && a.host.size() == n) && !read_file(data, a.host, n)) {
+          err = std::string("cannot read ") + data; break;
+        }
+        a.src = data;
       } else if (strcmp(poison, "-") != 0) {
         size_t len = strlen(poison) / 2;
         if (len == 0 || elem % len != 0) { err = "bad poison"; break; }
+        a.src.clear();
         std::vector<unsigned char> pat(len);
         for (size_t i = 0; i < len; i++) { unsigned v; sscanf(poison + 2 * i, "%2x", &v); pat[i] = (unsigned char)v; }
         a.host.resize(n);
@@ -186,8 +211,11 @@ static std::string stage_args(const char *path) {
         size_t done = n < len ? n : len;
         memcpy(a.host.data(), pat.data(), done);
         while (done < n) { size_t k = done < n - done ? done : n - done; memcpy(a.host.data() + done, a.host.data(), k); done += k; }
+      } else {  // an out buffer without poison keeps its device contents: nothing to copy there
+        a.host.clear();
+        a.src.clear();
       }
-      a.back.assign(n, 0);  // touched now, so the copy back under the lock never page-faults
+      if (a.back.size() != n) a.back.assign(n, 0);  // touched now: the copy back under the lock never page-faults
     } else if (kind[0] == 'S') {
       if (fscanf(f, "%255s %7s %127s", name, code, val) != 3) { err = "bad S line"; break; }
       a.name = name;
@@ -206,6 +234,10 @@ static std::string stage_args(const char *path) {
   }
   fclose(f);
   if (!err.empty()) staged.clear();
+  if (took) {
+    have_run = false;
+    if (!err.empty()) free_args();
+  }
   return err;
 }
 
@@ -272,6 +304,7 @@ static void cmd_run(int slot) {
   cudaEventDestroy(s); cudaEventDestroy(t);
   for (auto &a : args) {
     size_t n = a.is_ptr ? a.elem * a.numel : 0;
+    if (a.back.size() != n) a.back.resize(n);
     if (n && report_cuda(cudaMemcpy(a.back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
     a.back_valid = a.is_ptr;
   }
@@ -342,6 +375,7 @@ static void cmd_time(const std::vector<int> &order, int warmup, int reps, int fl
       if (spotted) {
         for (auto &a : args) {
           size_t n = a.is_ptr && a.role != "in" ? a.elem * a.numel : 0;
+          if (n && a.back.size() != n) a.back.resize(n);
           if (n && report_cuda(cudaMemcpy(a.back.data(), a.dev, n, cudaMemcpyDeviceToHost))) return;
           a.back_valid = n > 0;
         }
