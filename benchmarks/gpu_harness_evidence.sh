@@ -15,7 +15,8 @@ if [ ! -f "data/ceilings/$SLUG.json" ]; then
   python3 -m cudaperf.ceilings --out "$OUT" 2>&1 | tail -2 && cp "$OUT/$SLUG.json" data/ceilings/
 fi
 export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
-timeout ${TEST_S:-420} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --timeout 400 \
+# SIGINT at the limit: pytest then still prints what failed so far (SIGTERM loses it all).
+timeout -s INT ${TEST_S:-420} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short --timeout 400 \
   tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py tests/test_torchpath.py \
   > "$OUT/gpu_tests_${SLUG}_full.log" 2>&1  # whole log, so a run cut short still says what failed
 tail -60 "$OUT/gpu_tests_${SLUG}_full.log" > "$OUT/gpu_tests_$SLUG.log"

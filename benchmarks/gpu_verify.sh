@@ -4,6 +4,7 @@
 # in $SHARDS (of $OF) within one overall budget of $BUDGET_S seconds, and leaves the updated shard
 # files and logs in $OUT; copy them back into data/measurements/ and commit.
 #   SHARDS="1 2" OF=4 BUDGET_S=520 bash benchmarks/gpu_verify.sh      (SHARD=k works too)
+# A shard starts only with MIN_SHARD_S (240) seconds left.
 # A task's variants share one runner (verify_dataset's default); CHUNK variants per chunk (128:
 # about 40 tasks, so 12 runners stay busy across a chunk). A shard's libraries built ahead on the
 # CPU machine (same nvcc) are installed first when carried:
@@ -16,7 +17,9 @@ OF=${OF:-4}
 END=$(( SECONDS + ${BUDGET_S:-520} ))
 for K in ${SHARDS:-${SHARD:-0}}; do
   LEFT=$(( END - SECONDS ))
-  if [ "$LEFT" -lt 60 ]; then echo "gpu_verify.sh: budget spent before shard $K"; break; fi
+  # A shard's first chunk always runs (nothing to estimate it from yet): start one only when a
+  # chunk's worth of time is left, or the hard limit kills it and its work is lost.
+  if [ "$LEFT" -lt "${MIN_SHARD_S:-240}" ]; then echo "gpu_verify.sh: ${LEFT}s left, not starting shard $K"; break; fi
   PREBUILT=.prebuilt/c2cuda_shard${K}of${OF}.tar.gz
   PRE=(); [ -f "$PREBUILT" ] && PRE=(--prebuilt "$PREBUILT")
   # SIGABRT at the hard limit makes faulthandler print every thread's stack: a hang explains itself.

@@ -63,7 +63,8 @@ def emu(tmp_path_factory, monkeypatch_module):
     libs = tmp_path_factory.mktemp("emu-libs")
     runner = libs / "cudaperf_runner_emu"
     subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
-                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(runner), "-ldl"], check=True)
+                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(runner), "-ldl", "-rdynamic"],
+                   check=True)
     gpuworker._open_path(runner)
 
     built = threading.Lock()  # threads compile the same naive variant at once: build it once
@@ -144,6 +145,22 @@ def test_variant_group_falls_back_one_by_one_when_the_runner_dies(emu):
     assert "note:group_fallback" in good.flags and "note:group_fallback" in bad.flags
     assert good.status == "correct" and bad.status == "crashed"
     assert "group_size" not in good.timings  # the record is the one-candidate path's
+
+
+# A sticky device error on the perf-size test (as an illegal address on a GPU): the runner
+# replies "cuda ..." and exits.
+STICKY = "extern int cudaperf_emu_error;\n" + REF.replace("out[r] = s;", "out[r] = s; if (rows > 100) cudaperf_emu_error = 700;")
+
+
+def test_sticky_device_error_in_a_group_beside_another_group_of_the_same_task(emu):
+    """The GPU test of the same name, on the emulator: two groups of one task at once, one of them
+    ending in a sticky error: the other group is unaffected, the failing one falls back."""
+    (a, b, c), (d, e) = emu.evaluate_groups([(TASK, [REF + "\n// s1\n", ZEROS, REF + "\n// s2\n"]),
+                                             (TASK, [REF + "\n// s3\n", STICKY])])
+    assert (a.status, b.status, c.status) == ("correct", "wrong", "correct"), (a.message, b.message, c.message)
+    assert not any("note:group_fallback" in r.flags for r in (a, b, c))
+    assert d.status == "correct" and "note:group_fallback" in d.flags, (d.message, d.flags)
+    assert e.status == "crashed" and "note:group_fallback" in e.flags, (e.message, e.failures)
 
 
 def test_group_and_one_by_one_agree_on_verdicts(emu):

@@ -58,8 +58,12 @@ static inline cudaError_t cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t
   memset(p, v, n);
   return cudaSuccess;
 }
-static inline cudaError_t cudaDeviceSynchronize() { return cudaSuccess; }
-static inline cudaError_t cudaGetLastError() { return cudaSuccess; }
+// A candidate emulates a sticky device error (an illegal address, say) by setting this: the
+// runner exports it (linked with -rdynamic) and every later sync reports it, as a GPU would.
+extern "C" __attribute__((visibility("default"))) int cudaperf_emu_error;
+int cudaperf_emu_error = 0;
+static inline cudaError_t cudaDeviceSynchronize() { return (cudaError_t)cudaperf_emu_error; }
+static inline cudaError_t cudaGetLastError() { return (cudaError_t)cudaperf_emu_error; }
 static inline const char *cudaGetErrorName(cudaError_t e) {
   switch (e) {
     case cudaSuccess: return "cudaSuccess";
