@@ -277,7 +277,7 @@ class Harness:
         def ref(job):
             t, x, s = job
             try:
-                reference_outputs(t, x, s, cache_dir=str(self.cache_dir))
+                self._reference(t, x, s)
             except Exception as e:  # reported, not raised: one bad task must not stop the rest
                 errors.setdefault(t.task_id, f"reference: {e}"[:500])
             if bar is not None:
@@ -637,7 +637,7 @@ class Harness:
         _, a, b = _fields(rep, 3)
         self._note_times(res, _median_cv(_floats(a, cfg.reps)), _median_cv(_floats(b, cfg.reps)))
         if spot >= 0:
-            ref = reference_outputs(task, perf, used_seed[perf.name], cache_dir=str(self.cache_dir))
+            ref = self._reference(task, perf, used_seed[perf.name])
             base = {"test": perf.name, "seed": used_seed[perf.name], "sizes": perf.sizes, "timed_rep": spot}
             ok, fail = self._judge_stored(task, perf, self._output_files(task, perf, scratch, runner.uid),
                                           ref, base, runner, scratch)
@@ -740,11 +740,24 @@ class Harness:
         Inputs are drawn and written once per (task, test, seed) and hard-linked in here."""
         data_dir = scratch / f"in-{test.name}-{seed}"
         data_dir.mkdir(exist_ok=True)
+        return data_dir, self._place_inputs(task, test, seed, data_dir)
+
+    def _place_inputs(self, task: Task, test: TestConfig, seed: int, dst: Path) -> dict:
         params = [(p.name, p.dtype, task.numel(p, test)) for p in task.signature
                   if p.is_pointer and p.role in ("in", "inout")]
-        inputs = self._input_files.link_into((task.task_id, task_fingerprint(task), test.name, seed),
-                                             lambda: make_inputs(task, test, seed), params, data_dir)
-        return data_dir, inputs
+        return self._input_files.link_into((task.task_id, task_fingerprint(task), test.name, seed),
+                                           lambda: make_inputs(task, test, seed), params, dst)
+
+    def _reference(self, task: Task, test: TestConfig, seed: int) -> dict:
+        """Reference outputs of (task, test, seed), computed on the same input files the runners
+        get (drawn once for both)."""
+        def place(d: Path) -> dict | None:
+            try:
+                return self._place_inputs(task, test, seed, d)
+            except OSError:  # e.g. the reference's scratch on another filesystem: it draws its own
+                return None
+
+        return reference_outputs(task, test, seed, cache_dir=str(self.cache_dir), inputs=place)
 
     def _output_files(self, task: Task, test: TestConfig, scratch: Path, uid: int | None) -> Path:
         """``scratch/out`` with every output file at its exact size (the worker fills them through
@@ -793,7 +806,7 @@ class Harness:
                scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
         """Run one checked call; return (passed, failure record or None)."""
         # CPU work (reference, input files) happens outside the GPU lock.
-        ref = reference_outputs(task, test, seed, cache_dir=str(self.cache_dir))
+        ref = self._reference(task, test, seed)
         self._prepare_args(task, test, seed, runner, scratch, lock)
         return self._checked_run(task, test, seed, 0, ref, runner, scratch, lock)
 

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -204,13 +205,19 @@ _INFLIGHT_MU = threading.Lock()
 
 
 def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str | Path,
-                      timeout_s: float = 120, mem_limit_gb: float = 8) -> dict[str, np.ndarray]:
+                      timeout_s: float = 120, mem_limit_gb: float = 8,
+                      inputs: Callable[[Path], dict | None] | None = None) -> dict[str, np.ndarray]:
     """Reference outputs (out + inout parameters) for one test and input seed, read-only. Kept
     in memory (the most recently used, up to $CUDAPERF_REF_MEMORY_GB) and, when at most
     $CUDAPERF_REF_DISK_MAX_MB, on disk; a bigger one (a perf-size test) is recomputed in a new
     process rather than written to disk: writing it costs more than computing it, and a
     dataset's worth would fill the disk. Threads asking for the same outputs at once share one
-    computation."""
+    computation.
+
+    `inputs(dir)`, when given, puts the inputs of (task, test, seed) into ``dir`` as the runner
+    reads them (``<name>.bin`` per in/inout buffer, raw, in its dtype) and returns the scalar
+    values, or None to let this function draw them itself (`make_inputs`): the harness passes
+    its input-file store, so perf-size inputs are drawn once for the reference and the runners."""
     cache = _ref_dir(task, cache_dir) / _safe(test.name) / f"{int(seed)}.npz"
     key = str(cache.resolve())
     while True:
@@ -223,7 +230,7 @@ def reference_outputs(task: Task, test: TestConfig, seed: int, *, cache_dir: str
                 break
         busy.wait()  # then from memory, or (too big to keep) computed again below
     try:
-        res = _reference_outputs(task, test, seed, cache, cache_dir, timeout_s, mem_limit_gb)
+        res = _reference_outputs(task, test, seed, cache, cache_dir, timeout_s, mem_limit_gb, inputs)
         _MEMORY.put(key, res)
     finally:
         with _INFLIGHT_MU:
@@ -260,7 +267,8 @@ def _scratch_base(nbytes: int) -> str | None:
 
 
 def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cache_dir: str | Path,
-                       timeout_s: float, mem_limit_gb: float) -> dict[str, np.ndarray]:
+                       timeout_s: float, mem_limit_gb: float,
+                       inputs: Callable[[Path], dict | None] | None = None) -> dict[str, np.ndarray]:
     shapes = output_shapes(task, test)
     if cache.exists():
         with np.load(cache, allow_pickle=False) as f:
@@ -276,28 +284,38 @@ def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cac
     def ref_dtype(dt: np.dtype) -> np.dtype:
         return np.dtype(np.float64) if promote and dt == np.float32 else dt
 
-    args = make_inputs(task, test, seed)
-    params = []
-    for p in task.signature:
-        e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": ref_dtype(p.dtype).name}
-        if p.role in ("out", "inout"):
-            e["numel"] = shapes[p.name][0]
-        if not p.is_pointer:
-            e["value"] = np.asarray(args[p.name]).item()
-        params.append(e)
-    nbytes = output_bytes(task, test) + sum(np.asarray(v).nbytes for v in args.values())
+    buffers = [p for p in task.signature if p.is_pointer and p.role in ("in", "inout")]
+    nbytes = output_bytes(task, test) + sum(task.numel(p, test) * p.dtype.itemsize for p in buffers)
     with sandbox.acquire_uid() as uid0, sandbox.scratch(_scratch_base(nbytes), uid=uid0) as d:
         uid = uid0 if uid0 is not None and _uid_can_run() else None
         shutil.copyfile(so, d / "ref.so")
+        # Only our own files are handed to the uid: the input files may be hard links into the
+        # harness's store, which must stay root's (a later runner may get the same uid).
+        if uid is not None:
+            os.chown(d / "ref.so", uid, uid)
+        scalars = inputs(d) if inputs is not None else None
+        if scalars is None:
+            args = make_inputs(task, test, seed)
+            for p in buffers:
+                f = d / f"{p.name}.bin"
+                f.unlink(missing_ok=True)  # never write through a hard link into someone's store
+                np.ascontiguousarray(args[p.name], dtype=p.dtype).tofile(f)
+                os.chmod(d / f"{p.name}.bin", 0o644)  # readable by the reference's uid
+            scalars = {k: v for k, v in args.items() if k not in {p.name for p in buffers}}
+            del args
+        params = []
         for p in task.signature:
+            e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": ref_dtype(p.dtype).name}
+            if p.role in ("out", "inout"):
+                e["numel"] = shapes[p.name][0]
             if p.is_pointer and p.role in ("in", "inout"):
-                np.save(d / f"in_{p.name}.npy", np.asarray(args[p.name]))
-        del args
+                e["file_dtype"] = p.dtype.name
+            if not p.is_pointer:
+                e["value"] = np.asarray(scalars[p.name]).item()
+            params.append(e)
         (d / "spec.json").write_text(json.dumps({"library": str(d / "ref.so"), "entry": task.entry,
                                                  "params": params}))
-        if uid is not None:
-            for f in d.iterdir():
-                os.chown(f, uid, uid)
+        os.chmod(d / "spec.json", 0o644)
         out = sandbox.run_limited([sys.executable, "-m", "cudaperf.refrunner", str(d / "spec.json")], cwd=d,
                                   timeout_s=timeout_s, limits=_limits(mem_limit_gb, timeout_s),
                                   env=_runner_env(str(d)), drop_to_uid=uid)

@@ -5,9 +5,10 @@ limits as any untrusted code). Protocol, all files in the scratch dir:
 
 * ``SPEC`` (JSON): library path, entry, and for each parameter in call order its name, role,
   reference dtype (numpy name), whether it is a pointer, for scalars their ``value``, for
-  outputs the element count;
-* ``in_<name>.npy`` for every in/inout buffer, in the dtype it was generated in (the child
-  converts to the reference dtype: a float32 buffer crosses at half the size of its double);
+  in/inout buffers the ``file_dtype`` of their input file, for outputs the element count;
+* ``<name>.bin`` for every in/inout buffer: raw values in ``file_dtype``, the dtype they were
+  generated in (the child converts to the reference dtype: a float32 buffer crosses at half the
+  size of its double). The harness hard-links the very files its runners read;
 * ``out_<name>.npy`` for every out/inout buffer, written by the child: each is created at its
   final size and memory-mapped, and the C code writes straight into it (no copy after the call).
   Out buffers start zeroed, like calloc; inout buffers start as their input.
@@ -43,6 +44,12 @@ def _output(path: Path, dt: np.dtype, n: int, init: np.ndarray | None) -> np.nda
     return arr
 
 
+def _input(path: Path, dt: np.dtype) -> np.ndarray:
+    """A raw input file, mapped read-only (an empty file cannot be mapped: an empty array)."""
+    n = path.stat().st_size // dt.itemsize
+    return np.memmap(path, dtype=dt, mode="r", shape=(n,)) if n else np.zeros(0, dt)
+
+
 def run(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     work = Path(spec_path).parent
@@ -55,7 +62,7 @@ def run(spec_path: str) -> None:
         if p["pointer"]:
             given = None
             if p["role"] in ("in", "inout"):
-                given = np.load(work / f"in_{p['name']}.npy", mmap_mode="r", allow_pickle=False)
+                given = _input(work / f"{p['name']}.bin", np.dtype(p["file_dtype"]))
             if p["role"] in ("out", "inout"):
                 arr = _output(work / f"out_{p['name']}.npy", dt, int(p["numel"]), given)
                 if isinstance(arr, np.memmap):

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from cudaperf import gpuworker
-from cudaperf.reference import reference_outputs
 from cudaperf.result import EvalResult
 from cudaperf.tasks import Task
 
@@ -109,7 +108,7 @@ def _run_group(h: "Harness", task: Task, records: list[EvalResult], so_paths: li
     # The perf test's references (every seed: the check draws one, the recheck another) are CPU
     # work: made before the runner slot is taken, so a slot never sits idle waiting for them.
     for seed in range(h.cfg.check_seeds):
-        reference_outputs(task, task.perf_test, seed, cache_dir=str(h.cache_dir))
+        h._reference(task, task.perf_test, seed)
     t1 = time.perf_counter()
     slot = h._slots.get()  # one runner slot for the whole group
     waits = {"prepare": round(t1 - t, 4), "slot_wait": round(time.perf_counter() - t1, 4)}
@@ -150,7 +149,7 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
     def checked_all(test, seed, which: list[int]) -> dict[int, dict | None]:
         """Stage (test, seed) once; a checked call of every variant in `which` on it."""
         t_ref = clock()
-        ref = reference_outputs(task, test, seed, cache_dir=str(h.cache_dir))
+        ref = h._reference(task, test, seed)
         common["reference"] = round(common.get("reference", 0.0) + clock() - t_ref, 4)  # in check/recheck
         h._prepare_args(task, test, seed, runner, scratch, lock)
         fails = {}

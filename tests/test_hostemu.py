@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import os
 import subprocess
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from cudaperf import gpuworker, harness as H
@@ -205,3 +207,24 @@ def test_spot_check_off_lets_it_through(emu, monkeypatch):
     r, memo = emu.evaluate_many([(TASK, SKIPS_WHILE_TIMED + "\n// off\n"), (TASK, MEMO + "\n// off\n")])
     assert r.status == "correct" and "hack:timed_calls_differ" not in r.flags, (r.message, r.failures)
     assert memo.status == "wrong" and "hack:stateful_or_cached" in memo.flags  # the recheck still works
+
+
+def test_reference_reads_the_runners_input_files(emu, tmp_path):
+    """The harness's references are computed on its input-file store: inputs drawn once for the
+    reference and the runners, and the outputs equal a reference that drew its own."""
+    from cudaperf import reference
+
+    test = TASK.tests[1]
+    before = emu._input_files.misses
+    got = emu._reference(TASK, test, 11)
+    assert emu._input_files.misses == before + 1
+    hits = emu._input_files.hits
+    runner_dir = emu.scratch_base / "test-runner"  # (hard links: the store's filesystem)
+    runner_dir.mkdir()
+    emu._link_inputs(TASK, test, 11, runner_dir)  # a runner's staging: no new draw
+    assert emu._input_files.hits == hits + 1 and emu._input_files.misses == before + 1
+    for f in runner_dir.iterdir():  # the store's files stay ours and read-only, whatever ran on them
+        st = f.stat()
+        assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o444
+    own = reference.reference_outputs(TASK, test, 11, cache_dir=tmp_path / "own")
+    assert set(got) == set(own) and all(np.array_equal(got[k], own[k]) for k in got)
