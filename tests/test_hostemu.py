@@ -223,8 +223,9 @@ def test_reference_reads_the_runners_input_files(emu, tmp_path):
     runner_dir.mkdir()
     emu._link_inputs(TASK, test, 11, runner_dir)  # a runner's staging: no new draw
     assert emu._input_files.hits == hits + 1 and emu._input_files.misses == before + 1
-    for f in runner_dir.iterdir():  # the store's files stay ours and read-only, whatever ran on them
+    for f in runner_dir.rglob("*.bin"):  # the store's files stay ours and read-only, whatever ran on them
         st = f.stat()
-        assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o444
+        assert st.st_uid == os.geteuid() and st.st_mode & 0o777 == 0o444, f
+    assert list(runner_dir.rglob("*.bin"))
     own = reference.reference_outputs(TASK, test, 11, cache_dir=tmp_path / "own")
     assert set(got) == set(own) and all(np.array_equal(got[k], own[k]) for k in got)
