@@ -492,6 +492,7 @@ class Harness:
         t = time.perf_counter()
         base_so, shim = self._gpu_files(task, [so_path])
         res.timings["prepare"] = round(time.perf_counter() - t, 4)
+        res.timings["reference_ahead"] = self._warm_references(task)
         t = time.perf_counter()
         slot = self._slots.get()  # bounds concurrent runners to workers_per_gpu per GPU
         res.timings["slot_wait"] = round(time.perf_counter() - t, 4)
@@ -524,6 +525,15 @@ class Harness:
         finally:
             res.timings.update(self._locks[gpu].take_stats())
             self._slots.put(slot)
+
+    def _warm_references(self, task: Task) -> float:
+        """Make the perf test's references (every seed: the check draws one, the recheck another)
+        before a runner slot is taken: they are CPU work, and a slot must not sit idle waiting
+        for them. Seconds spent (0 when they were at hand)."""
+        t = time.perf_counter()
+        for seed in range(self.cfg.check_seeds):
+            self._reference(task, task.perf_test, seed)
+        return round(time.perf_counter() - t, 4)
 
     def _gpu_files(self, task: Task, so_paths: Sequence[str]) -> tuple[str, Path]:
         """The naive variant's library and the call shim, built if needed; the runner binary

@@ -105,13 +105,11 @@ def _run_group(h: "Harness", task: Task, records: list[EvalResult], so_paths: li
     """The group on one runner; returns filled copies of `records` or raises."""
     t = time.perf_counter()
     base_so, shim = h._gpu_files(task, so_paths)
-    # The perf test's references (every seed: the check draws one, the recheck another) are CPU
-    # work: made before the runner slot is taken, so a slot never sits idle waiting for them.
-    for seed in range(h.cfg.check_seeds):
-        h._reference(task, task.perf_test, seed)
+    prep = round(time.perf_counter() - t, 4)
+    ahead = h._warm_references(task)
     t1 = time.perf_counter()
     slot = h._slots.get()  # one runner slot for the whole group
-    waits = {"prepare": round(t1 - t, 4), "slot_wait": round(time.perf_counter() - t1, 4)}
+    waits = {"prepare": prep, "reference_ahead": ahead, "slot_wait": round(time.perf_counter() - t1, 4)}
     gpu = h._pick_gpu()
     h._locks[gpu].take_stats()
     try:
