@@ -10,9 +10,10 @@ output, wasteful for a task's 3-4 trusted variants. Here the variants of a task 
 * per test configuration the inputs are staged and bound once, then every variant gets a checked
   call on them (outputs poisoned, inputs checked unchanged, device synchronised, outputs compared
   with the cached reference), exactly `Harness._checked_run`;
-* after the checks, the naive variant timed alone once (the clean baseline), then ONE timed region in which the
-  naive variant and every variant that passed are timed interleaved (same warm-up, repetitions,
-  L2 flush, median and CV as the one-candidate path); speedup = naive median / variant median;
+* after the checks, the naive variant timed alone once (the clean baseline), then ONE timed
+  region in which the naive variant and every variant that passed are timed interleaved (same
+  warm-up, repetitions, L2 flush, median and CV as the one-candidate path); speedup = naive
+  median / variant median;
 * the recheck on fresh inputs after timing, on the same device buffers, for every timed variant.
 
 Guarantees:
