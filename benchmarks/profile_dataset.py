@@ -261,9 +261,13 @@ def coverage(df: pd.DataFrame, tasks: Sequence[Task]) -> dict[str, Any]:
 
 
 def compile_task(task: Task, cache_dir: str, arch: str) -> dict[str, tuple[str | None, str, str]]:
-    """{variant: (library path or None, symbol, log tail)} for one task."""
-    from cudaperf.compile import compile_batch, compile_candidate
+    """{variant: (library path or None, symbol, log tail)} for one task. Libraries already in
+    the compile cache (installed from a --prebuilt archive) are used as they are: no nvcc."""
+    from cudaperf.compile import compile_batch, compile_candidate, lookup
 
+    cached = {v.name: lookup(v.source, arch=arch, cache_dir=cache_dir) for v in task.variants}
+    if all(r is not None and r.ok and r.so_path for r in cached.values()):
+        return {name: (r.so_path, task.entry, "") for name, r in cached.items()}
     kw = dict(arch=arch, cache_dir=cache_dir, timeout_s=180)
     try:
         res, syms = compile_batch({v.name: v.source for v in task.variants}, task.entry, **kw)
@@ -429,6 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cache-dir", default=str(ROOT / ".cache/cudaperf"), help="compile cache")
     ap.add_argument("--out-dir", default=str(ROOT / "data/features"), help="where the parquet goes")
     ap.add_argument("--dry-run", action="store_true", help="print the plan (CPU only) and exit")
+    ap.add_argument("--pack-prebuilt", metavar="OUT", help="CPU machine: build the planned sample's libraries "
+                    "(same nvcc release as the GPU machine) into the archive OUT and exit")
+    ap.add_argument("--prebuilt", nargs="*", default=[], metavar="ARCHIVE",
+                    help="archives of libraries built ahead (--pack-prebuilt, cudaperf.prebuilt pack): "
+                         "installed into the compile cache first, so their variants need no nvcc here")
     args = ap.parse_args(argv)
     if args.worker:
         return worker(args.worker, args.status)
@@ -443,6 +452,15 @@ def main(argv: list[str] | None = None) -> int:
             return task.perf_test
         rest = [t for t in task.tests if not t.perf] or task.tests
         return max(rest, key=task.numel_total)
+
+    if args.pack_prebuilt:
+        from cudaperf import prebuilt
+
+        planned = list({t.task_id: t for t, _ in plan_items(tasks, max_variants=args.max_variants,
+                                                            seed=args.seed)}.values())
+        arch = "sm_90" if args.arch == "auto" else args.arch  # no GPU here: the H200's by default
+        print(json.dumps(prebuilt.pack(planned, args.pack_prebuilt, arch=arch, jobs=args.jobs)))
+        return 0
 
     if args.dry_run:
         items = plan_items(tasks, max_variants=args.max_variants, seed=args.seed)
@@ -461,6 +479,12 @@ def main(argv: list[str] | None = None) -> int:
     from cudaperf.compile import compile_candidate, detect_arch
 
     arch = detect_arch() if args.arch == "auto" else args.arch
+    for archive in args.prebuilt:
+        from cudaperf import prebuilt
+
+        planned = list({t.task_id: t for t, _ in items}.values())
+        print(f"prebuilt libraries from {archive}: "
+              f"{json.dumps(prebuilt.install(archive, planned, args.cache_dir, arch=arch))}", flush=True)
     helper = compile_candidate(HELPER_SOURCE, arch=arch, cache_dir=args.cache_dir)
     if not helper.ok:
         raise SystemExit(f"helper library does not compile:\n{helper.log}")

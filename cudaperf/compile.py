@@ -245,6 +245,12 @@ def nvcc_command(arch: str, flags: Sequence[str], src: str = "cand.cu", out: str
             "-Xptxas", "-v", *flags, "-o", out, src]
 
 
+def lookup(source: str, *, arch: str = DEFAULT_ARCH, flags: Sequence[str] = ("-O3", "-std=c++17"),
+           cache_dir: str | Path = ".cache/cudaperf") -> CompileResult | None:
+    """The cached build of `source` (e.g. installed by `cudaperf.prebuilt`), or None; never compiles."""
+    return _load_cached(cache_dir, cache_key(source, arch, tuple(flags)))
+
+
 def compile_candidate(source: str, *, arch: str = DEFAULT_ARCH, flags: Sequence[str] = ("-O3", "-std=c++17"),
                       timeout_s: float = 60, cache_dir: str | Path = ".cache/cudaperf", mem_limit_gb: float = 8,
                       use_cache: bool = True, scratch_base: str | Path | None = None) -> CompileResult:

@@ -325,3 +325,21 @@ def test_static_vs_profiled_agreement_uses_only_ok_rows():
     agree = featurize.static_vs_profiled(st, prof).set_index("feature")
     assert agree.loc["ops", "rho"] == pytest.approx(1.0) and agree.loc["ops", "pairs"] == len(st) - 1
     assert agree.loc["xfer", "pairs"] == 0 and pd.isna(agree.loc["xfer", "rho"])
+
+
+@needs_nvcc
+def test_compile_task_uses_prebuilt_libraries_without_nvcc(tmp_path, monkeypatch):
+    """Variants already in the compile cache (a --prebuilt archive installed) are profiled from
+    their own libraries under the task's entry symbol; nothing is compiled."""
+    from cudaperf import compile as C
+
+    task = dev_tasks()[0]
+    for v in task.variants:
+        assert C.compile_candidate(v.source, arch="sm_90", cache_dir=tmp_path).ok
+    monkeypatch.setattr(C, "compile_batch", lambda *a, **k: pytest.fail("compiled although cached"))
+    monkeypatch.setattr(C, "compile_candidate", lambda *a, **k: pytest.fail("compiled although cached"))
+    got = PD.compile_task(task, str(tmp_path), "sm_90")
+    assert set(got) == {v.name for v in task.variants}
+    for v in task.variants:
+        so, sym, log = got[v.name]
+        assert so == C.lookup(v.source, arch="sm_90", cache_dir=tmp_path).so_path and sym == task.entry and log == ""
