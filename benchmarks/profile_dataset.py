@@ -131,6 +131,11 @@ def plan_items(tasks: Sequence[Task], *, done: set[tuple[str, str]] = frozenset(
     return out
 
 
+def tasks_of(items: Sequence[tuple[Task, str]]) -> list[Task]:
+    """The tasks of (task, variant) pairs, each once, in order."""
+    return list({t.task_id: t for t, _ in items}.values())
+
+
 def shards(items: Sequence[tuple[Task, str]], size: int) -> list[list[tuple[Task, str]]]:
     """Consecutive shards of at most `size` items; a task's variants are never split across two
     shards unless the task alone has more than `size` (inputs are built once per task)."""
@@ -456,8 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pack_prebuilt:
         from cudaperf import prebuilt
 
-        planned = list({t.task_id: t for t, _ in plan_items(tasks, max_variants=args.max_variants,
-                                                            seed=args.seed)}.values())
+        planned = tasks_of(plan_items(tasks, max_variants=args.max_variants, seed=args.seed))
         arch = "sm_90" if args.arch == "auto" else args.arch  # no GPU here: the H200's by default
         print(json.dumps(prebuilt.pack(planned, args.pack_prebuilt, arch=arch, jobs=args.jobs)))
         return 0
@@ -479,10 +483,11 @@ def main(argv: list[str] | None = None) -> int:
     from cudaperf.compile import compile_candidate, detect_arch
 
     arch = detect_arch() if args.arch == "auto" else args.arch
-    for archive in args.prebuilt:
+    if args.prebuilt:
         from cudaperf import prebuilt
 
-        planned = list({t.task_id: t for t, _ in items}.values())
+        planned = tasks_of(items)
+    for archive in args.prebuilt:
         print(f"prebuilt libraries from {archive}: "
               f"{json.dumps(prebuilt.install(archive, planned, args.cache_dir, arch=arch))}", flush=True)
     helper = compile_candidate(HELPER_SOURCE, arch=arch, cache_dir=args.cache_dir)

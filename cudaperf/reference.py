@@ -299,10 +299,9 @@ def _reference_outputs(task: Task, test: TestConfig, seed: int, cache: Path, cac
             for p in buffers:
                 f = d / f"{p.name}.bin"
                 f.unlink(missing_ok=True)  # never write through a hard link into someone's store
-                np.ascontiguousarray(args[p.name], dtype=p.dtype).tofile(f)
-                os.chmod(d / f"{p.name}.bin", 0o644)  # readable by the reference's uid
-            scalars = {k: v for k, v in args.items() if k not in {p.name for p in buffers}}
-            del args
+                np.ascontiguousarray(args.pop(p.name), dtype=p.dtype).tofile(f)
+                os.chmod(f, 0o644)  # readable by the reference's uid
+            scalars = args  # what is left: sizes and scalars
         params = []
         for p in task.signature:
             e = {"name": p.name, "role": p.role, "pointer": p.is_pointer, "dtype": ref_dtype(p.dtype).name}

@@ -400,6 +400,12 @@ def _scan_py(sid: int, marker: bytes | None, uid: int | None) -> list[tuple[int,
     return rows
 
 
+def _run_rows(sid: int, marker: bytes | None, uid: int | None) -> list[tuple[int, str, int]]:
+    """`_scan`, or `_scan_py` when the launcher could not do it."""
+    rows = _scan(sid, marker, uid)
+    return _scan_py(sid, marker, uid) if rows is None else rows
+
+
 def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
     """Kill everything that belongs to one run; repeat until the run has no live members.
 
@@ -415,9 +421,7 @@ def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
             os.killpg(sid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        rows = _scan(sid, marker, uid)
-        if rows is None:
-            rows = _scan_py(sid, marker, uid)
+        rows = _run_rows(sid, marker, uid)
         members = [pid for pid, state, _ in rows if pid != me and state not in ("Z", "X")]
         if not members:
             break
@@ -435,7 +439,7 @@ def _sweep(sid: int, marker: bytes | None, uid: int | None) -> None:
         _reap_children([p for p in members if p != sid], deadline_s=0.5)
         rows = None
     if rows is None:  # gave up with members alive: look once more for what died meanwhile
-        rows = _scan(sid, marker, uid) or _scan_py(sid, marker, uid)
+        rows = _run_rows(sid, marker, uid)
     # reap orphans of the run that were reparented to us (we are a subreaper)
     strays = [pid for pid, state, ppid in rows if ppid == me and state == "Z"]
     _reap_children([p for p in killed | set(strays) if p != sid], deadline_s=2.0)

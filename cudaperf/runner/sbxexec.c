@@ -82,10 +82,17 @@ static int has_marker(int dfd, const char *marker) {
     return 0;
 }
 
+/* As UID, signal every process of UID; never returns. Linux never signals the caller with -1. */
+static void kill_all_as(long uid) {
+    drop_to(uid);
+    kill(-1, SIGKILL);
+    _exit(0);
+}
+
 static int sweep(long sid, long uid, const char *marker) {
     if (uid > 0 && geteuid() == 0) {
         pid_t k = fork();
-        if (k == 0) { drop_to(uid); kill(-1, SIGKILL); _exit(0); }
+        if (k == 0) kill_all_as(uid);
         if (k > 0) while (waitpid(k, NULL, 0) < 0 && errno == EINTR) {}
     }
     DIR *proc = opendir("/proc");
@@ -125,9 +132,7 @@ int main(int argc, char **argv) {
     if (argc == 3 && !strcmp(argv[1], "--kill-uid")) {
         long victim = parse_long(argv[2], "--kill-uid");
         if (victim <= 0) { errno = EINVAL; die("--kill-uid", argv[2]); }
-        drop_to(victim);
-        kill(-1, SIGKILL); /* Linux never signals the caller itself with -1 */
-        _exit(0);
+        kill_all_as(victim);
     }
     for (; i < argc; i++) {
         const char *a = argv[i];
