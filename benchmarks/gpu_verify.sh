@@ -5,6 +5,8 @@
 # files and logs in $OUT; copy them back into data/measurements/ and commit.
 #   SHARDS="1 2" OF=4 BUDGET_S=520 bash benchmarks/gpu_verify.sh      (SHARD=k works too)
 # A shard starts only with MIN_SHARD_S (240) seconds left.
+# Each shard is walked in the stratified order (verify_dataset --order): a shard cut short still
+# covers every family, and the profiled sample comes first.
 # A task's variants share one runner (verify_dataset's default); CHUNK variants per chunk (128:
 # about 40 tasks, so 12 runners stay busy across a chunk). A shard's libraries built ahead on the
 # CPU machine (same nvcc) are installed first when carried:

@@ -33,10 +33,8 @@ from __future__ import annotations
 
 import argparse
 import ctypes
-import heapq
 import json
 import os
-import random
 import shlex
 import subprocess
 import sys
@@ -55,7 +53,7 @@ import pandas as pd  # noqa: E402
 from cudaperf.features import FEATURE_NAMES  # noqa: E402
 from cudaperf.profiled import (MARKER_SOURCE, METRICS, ncu_command, parse_ncu_csv,  # noqa: E402
                                profiled_features, split_by_marker)
-from cudaperf.tasks import Task, task_from_dict  # noqa: E402
+from cudaperf.tasks import Task, stratified_order, task_from_dict  # noqa: E402
 
 PROF_COLUMNS = [f"prof_{n}" for n in FEATURE_NAMES] + [
     "prof_sectors_per_request", "prof_flops", "prof_dram_bytes", "prof_duration_ns"]
@@ -80,38 +78,6 @@ _STICKY = {700, 719, 715, 716, 718, 714, 710, 702}
 
 
 # ---------------------------------------------------------------------------- plan (CPU)
-
-
-def stratified_order(tasks: Sequence[Task], seed: int = 0) -> list[Task]:
-    """All tasks, ordered so that every prefix is a proportional stratified sample by family.
-
-    The next task always comes from the family whose share of its own variants taken so far is
-    smallest (ties: a seeded family order); within a family tasks come in a seeded shuffle.
-    """
-    rng = random.Random(seed)
-    by_fam: dict[str, list[Task]] = {}
-    for t in tasks:
-        by_fam.setdefault(t.family, []).append(t)
-    fams = sorted(by_fam)
-    rng.shuffle(fams)
-    rank = {f: i for i, f in enumerate(fams)}
-    total = {f: sum(len(t.variants) for t in ts) or 1 for f, ts in by_fam.items()}
-    for f in fams:
-        rng.shuffle(by_fam[f])
-    heap = [(0.0, rank[f], f) for f in fams]
-    heapq.heapify(heap)
-    taken = {f: 0 for f in fams}
-    pos = {f: 0 for f in fams}
-    out: list[Task] = []
-    while heap:
-        _, r, f = heapq.heappop(heap)
-        t = by_fam[f][pos[f]]
-        pos[f] += 1
-        taken[f] += len(t.variants)
-        out.append(t)
-        if pos[f] < len(by_fam[f]):
-            heapq.heappush(heap, (taken[f] / total[f], r, f))
-    return out
 
 
 def plan_items(tasks: Sequence[Task], *, done: set[tuple[str, str]] = frozenset(),

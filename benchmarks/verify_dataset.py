@@ -38,7 +38,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
-from cudaperf.tasks import Task, load_tasks, shard_tasks  # noqa: E402,F401 (shard_tasks: tests use it from here)
+from cudaperf.tasks import Task, load_tasks, shard_tasks, stratified_order  # noqa: E402,F401 (shard_tasks: tests use it from here)
 from cudaperf.stacksample import StackSampler  # noqa: E402
 
 DEFAULT_TASKS = "data/tasks/c2cuda.jsonl.gz"
@@ -54,6 +54,23 @@ def existing_table(out_dir: str | Path, slug: str) -> pd.DataFrame:
     files = sorted(Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"),
                    key=lambda p: int(p.stem.rsplit("shard", 1)[1]) if p.stem.rsplit("shard", 1)[1].isdigit() else -1)
     return M.merge(files)
+
+
+def shard_order(tasks: Sequence[Task], shard: int, of: int, order: str = "stratified") -> list[Task]:
+    """The tasks of one shard in the order they are verified.
+
+    Stratified (the default): the shard's tasks in the dataset's stratified order
+    (`cudaperf.tasks.stratified_order`, seed 0, the order dataset profiling uses), so that a
+    shard cut short by the time budget has measured every family, which the ranker's held-out
+    family splits need, and its first tasks are the ones whose profiled features exist.
+    """
+    mine = shard_tasks(tasks, shard, of)
+    if order == "task_id":
+        return mine
+    if order != "stratified":
+        raise ValueError(f"order {order!r}: expected 'stratified' or 'task_id'")
+    rank = {t.task_id: i for i, t in enumerate(stratified_order(tasks, 0))}
+    return sorted(mine, key=lambda t: rank[t.task_id])
 
 
 def done_pairs(table: pd.DataFrame, retry_failed: bool = False) -> set[tuple[str, str]]:
@@ -219,6 +236,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--retry-failed", action="store_true", help="re-run stored pairs that are not correct")
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
     ap.add_argument("--workers-per-gpu", type=int, default=12)
+    ap.add_argument("--order", choices=["stratified", "task_id"], default="stratified",
+                    help="order of a shard's tasks: stratified (every prefix covers all families in proportion, "
+                         "and the first are the sample benchmarks/profile_dataset.py profiles) or task id")
     ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
     ap.add_argument("--prebuilt", default="", help="archive of this shard's libraries built on another machine "
                     "with the same nvcc (python -m cudaperf.prebuilt pack): installed into the compile cache first")
@@ -229,7 +249,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     tasks = load_tasks(a.tasks, families=a.families or None)
-    mine = shard_tasks(tasks, a.shard, a.of)
+    mine = shard_order(tasks, a.shard, a.of, a.order)
     if a.plan:
         for k in range(a.of):
             st = shard_tasks(tasks, k, a.of)

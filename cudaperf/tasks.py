@@ -25,9 +25,11 @@ Initialisers (``init``) name a generator of `inputs.py`, e.g. ``uniform(-1, 1)``
 from __future__ import annotations
 
 import ast
+import heapq
 import json
 import math
 import operator
+import random
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -459,6 +461,41 @@ def find_task(ref: str | Path, search: Iterable[str | Path] = ()) -> Task:
                 if t.task_id == str(ref):
                     return t
     raise TaskError(f"no task {str(ref)!r} in {[str(s) for s in search]}")
+
+
+def stratified_order(tasks: Sequence[Task], seed: int = 0) -> list[Task]:
+    """All tasks, ordered so that every prefix is a proportional stratified sample by family.
+
+    Dataset profiling walks this order, and verification walks each shard in it, so a run cut
+    short still covers every family (and verifies the profiled sample first).
+
+    The next task always comes from the family whose share of its own variants taken so far is
+    smallest (ties: a seeded family order); within a family tasks come in a seeded shuffle.
+    """
+    rng = random.Random(seed)
+    by_fam: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_fam.setdefault(t.family, []).append(t)
+    fams = sorted(by_fam)
+    rng.shuffle(fams)
+    rank = {f: i for i, f in enumerate(fams)}
+    total = {f: sum(len(t.variants) for t in ts) or 1 for f, ts in by_fam.items()}
+    for f in fams:
+        rng.shuffle(by_fam[f])
+    heap = [(0.0, rank[f], f) for f in fams]
+    heapq.heapify(heap)
+    taken = {f: 0 for f in fams}
+    pos = {f: 0 for f in fams}
+    out: list[Task] = []
+    while heap:
+        _, r, f = heapq.heappop(heap)
+        t = by_fam[f][pos[f]]
+        pos[f] += 1
+        taken[f] += len(t.variants)
+        out.append(t)
+        if pos[f] < len(by_fam[f]):
+            heapq.heappush(heap, (taken[f] / total[f], r, f))
+    return out
 
 
 def shard_tasks(tasks: Sequence[Task], shard: int, of: int) -> list[Task]:

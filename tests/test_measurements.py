@@ -186,6 +186,29 @@ def test_shards_partition_the_tasks():
         V.shard_tasks(tasks, 4, 4)
 
 
+def test_a_shard_is_verified_in_stratified_order_so_a_prefix_covers_every_family():
+    import copy
+
+    V = _verify_module()
+    tasks = []
+    for fam, n in {"aa": 40, "bb": 20, "cc": 8}.items():  # task-id order would put all of "aa" first
+        for i in range(n):
+            t = copy.deepcopy(dev_tasks()[0])
+            t.task_id, t.family = f"{fam}/t{i:02d}", fam
+            tasks.append(t)
+    plain = V.shard_order(tasks, 1, 2, "task_id")
+    strat = V.shard_order(tasks, 1, 2)
+    assert [t.task_id for t in plain] == [t.task_id for t in V.shard_tasks(tasks, 1, 2)]
+    assert sorted(t.task_id for t in strat) == sorted(t.task_id for t in plain)
+    assert {t.family for t in plain[:10]} == {"aa"}
+    assert {t.family for t in strat[:10]} == {"aa", "bb", "cc"}
+    # the same relative order as the whole dataset's stratified order (the profiled sample first)
+    rank = {t.task_id: i for i, t in enumerate(V.stratified_order(tasks, 0))}
+    assert [rank[t.task_id] for t in strat] == sorted(rank[t.task_id] for t in strat)
+    with pytest.raises(ValueError):
+        V.shard_order(tasks, 0, 2, "random")
+
+
 def test_run_builds_the_table_and_resumes(tmp_path):
     V = _verify_module()
     tasks = _many_tasks(6)
