@@ -17,10 +17,19 @@ wrote from NaNs it computed.
 """
 from __future__ import annotations
 
+import ctypes
+import hashlib
+import logging
+import os
+import subprocess
+import threading
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 _POISON_BITS = {1: 0xAD, 2: 0x7EAD, 4: 0x7FC0DEAD, 8: 0x7FF8DEAD7FC0DEAD}
 _UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
@@ -93,7 +102,70 @@ class CheckOutcome:
 CHUNK = 1 << 22
 
 
-def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any) -> CheckOutcome:
+class _CResult(ctypes.Structure):
+    _fields_ = [("n_bad", ctypes.c_int64), ("first_bad", ctypes.c_int64), ("n_nan", ctypes.c_int64),
+                ("unwritten", ctypes.c_int64), ("max_abs", ctypes.c_double), ("max_rel", ctypes.c_double),
+                ("ss_d", ctypes.c_double), ("ss_r", ctypes.c_double), ("scale", ctypes.c_double),
+                ("nonfinite_bad", ctypes.c_int64)]
+
+
+_NATIVE_SRC = Path(__file__).with_name("check_native.c")
+_native_lock = threading.Lock()
+_native_state: dict[str, Any] = {}
+
+
+def native_check() -> Any:
+    """The one-pass float check (check_native.c, built once with gcc into this user's private
+    build dir), or None: no compiler, a failed build, or CUDAPERF_NATIVE_CHECK=0. `compare` then
+    uses the numpy path, which gives the same outcome, only slower."""
+    if os.environ.get("CUDAPERF_NATIVE_CHECK", "1") == "0":
+        return None
+    with _native_lock:
+        if "fn" in _native_state:
+            return _native_state["fn"]
+        fn = None
+        try:
+            from cudaperf.sandbox import cached_build, private_dir
+
+            digest = hashlib.sha256(_NATIVE_SRC.read_bytes()).hexdigest()[:16]
+            so = cached_build(private_dir() / digest / "check_native.so",
+                              lambda tmp: ["gcc", "-O3", "-ffp-contract=off", "-shared", "-fPIC", "-o", str(tmp),
+                                           str(_NATIVE_SRC), "-lm"], "the native output check", 120)
+            fn = ctypes.CDLL(str(so)).cudaperf_check_float  # CDLL: the interpreter lock is released
+            fn.restype = ctypes.c_int
+            fn.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_int64,
+                           ctypes.c_double, ctypes.c_double, ctypes.c_double, ctypes.POINTER(_CResult)]
+        except (OSError, RuntimeError, subprocess.SubprocessError) as e:
+            log.warning("native output check unavailable, using numpy: %s", str(e)[-300:])
+        _native_state["fn"] = fn
+        return fn
+
+
+def _compare_native(fn: Any, out: np.ndarray, ref: np.ndarray, dt: np.dtype, tol: dict) -> CheckOutcome | None:
+    """`compare` for float outputs in one C pass; None when the arrays do not suit it."""
+    if out.dtype != dt or ref.dtype not in (np.float32, np.float64) or dt.byteorder not in "=|" \
+            or ref.dtype.byteorder not in "=|":
+        return None
+    out = np.ascontiguousarray(out)
+    ref = np.ascontiguousarray(ref)
+    res = _CResult()
+    atol, rtol = float(tol.get("atol", 0.0)), float(tol.get("rtol", 0.0))
+    if fn(out.ctypes.data, out.itemsize, ref.ctypes.data, ref.itemsize, out.size, atol, rtol,
+          float(np.finfo(dt).tiny), ctypes.byref(res)) != 0:
+        return None
+    first = int(res.first_bad) if res.first_bad >= 0 else None
+    max_abs, max_rel = res.max_abs, res.max_rel
+    rn, dn = float(np.sqrt(res.ss_r)), float(np.sqrt(res.ss_d))
+    if res.nonfinite_bad:
+        max_abs = max_rel = l2 = float("inf")
+    else:
+        l2 = dn / rn if rn > 0 else (0.0 if dn == 0 else float("inf"))
+    ok = res.n_bad == 0 and (rn == 0 or l2 <= tol.get("l2", float("inf")))
+    return CheckOutcome(bool(ok), float(max_abs), float(max_rel), float(l2), int(res.n_bad), first,
+                        int(res.n_nan), int(res.unwritten))
+
+
+def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any, native: bool = True) -> CheckOutcome:
     """Check `out` (the candidate's, in `dtype`) against `ref` (possibly float64) -- see module doc.
 
     Works in chunks of `CHUNK` elements (outputs reach hundreds of MB at the perf sizes); the
@@ -106,6 +178,11 @@ def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any) -> Check
     if out.size != ref.size:
         return CheckOutcome(False, float("inf"), float("inf"), float("inf"), max(out.size, ref.size),
                             0, int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0, unwritten)
+    if native and dt.kind == "f" and out.size:
+        fn = native_check()
+        got = _compare_native(fn, out, ref, dt, tol) if fn is not None else None
+        if got is not None:
+            return got
     n = out.size
     n_bad, first, max_abs, max_rel, ss_d, ss_r = 0, None, 0.0, 0.0, 0.0, 0.0
     if dt.kind != "f":

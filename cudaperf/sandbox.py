@@ -216,6 +216,17 @@ def cached_build(out: Path, command: Callable[[Path], list[str]], what: str, tim
     return out
 
 
+def private_dir(where: str = "") -> Path:
+    """A directory only this user can write (`where`, or one per user under the temp dir), for
+    trusted binaries the harness builds and then runs or loads: refuses one others could swap."""
+    base = Path(where or Path(tempfile.gettempdir()) / f"cudaperf-sbx-{os.geteuid()}")
+    base.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = base.stat()
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        raise RuntimeError(f"{base} is not a private directory of this user: refusing to run a launcher from it")
+    return base
+
+
 def launcher() -> Path:
     """The C launcher (runner/sbxexec.c), built once per source into a private per-user dir.
 
@@ -229,12 +240,7 @@ def launcher() -> Path:
     if known is not None and known.exists():  # asked at every sandboxed start: check once
         return known
     digest = hashlib.sha256(LAUNCHER_SRC.read_bytes()).hexdigest()[:16]
-    base = Path(where or Path(tempfile.gettempdir()) / f"cudaperf-sbx-{os.geteuid()}")
-    base.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = base.stat()
-    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise RuntimeError(f"{base} is not a private directory of this user: refusing to run a launcher from it")
-    _LAUNCHERS[where] = cached_build(base / digest / "sbxexec",
+    _LAUNCHERS[where] = cached_build(private_dir(where) / digest / "sbxexec",
                                      lambda tmp: ["gcc", "-O2", "-o", str(tmp), str(LAUNCHER_SRC)],
                                      "the sandbox launcher", 120)
     return _LAUNCHERS[where]

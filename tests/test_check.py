@@ -98,12 +98,74 @@ def test_chunked_compare_matches_one_pass(monkeypatch):
         if n and np.dtype(dt).kind == "f" and rng.random() < 0.3:
             r[rng.integers(n)] = np.inf
         monkeypatch.setattr(check, "CHUNK", 1 << 20)
-        whole = check.compare(o, r, tol=tol, dtype=dt)
+        whole = check.compare(o, r, tol=tol, dtype=dt, native=False)
         monkeypatch.setattr(check, "CHUNK", 7)
         with np.errstate(all="ignore"):
-            parts = check.compare(o, r, tol=tol, dtype=dt)
+            parts = check.compare(o, r, tol=tol, dtype=dt, native=False)
         for f in ("ok", "n_bad", "first_bad", "n_nan", "unwritten"):
             assert getattr(whole, f) == getattr(parts, f), (trial, f)
         for f in ("max_abs_err", "max_rel_err", "l2_rel"):
             a, b = getattr(whole, f), getattr(parts, f)
             assert (math.isinf(a) and math.isinf(b)) or math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-300), (trial, f)
+
+
+def _same_outcome(a, b, where):
+    import math
+
+    for f in ("ok", "n_bad", "first_bad", "n_nan", "unwritten"):
+        assert getattr(a, f) == getattr(b, f), (where, f, a, b)
+    for f in ("max_abs_err", "max_rel_err"):  # maxima: exactly the same numbers
+        assert getattr(a, f) == getattr(b, f) or (math.isnan(getattr(a, f)) and math.isnan(getattr(b, f))), \
+            (where, f, a, b)
+    x, y = a.l2_rel, b.l2_rel  # sums: the order of additions differs
+    assert (math.isinf(x) and math.isinf(y)) or math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-300), (where, x, y)
+
+
+@pytest.mark.skipif(__import__("shutil").which("gcc") is None, reason="no C compiler")
+def test_native_check_gives_the_numpy_outcome():
+    """The C pass (check_native.c) and the numpy path agree on every field, on random outputs with
+    rounding noise, real errors, NaN, both infinities, poison (never written) and zeros, for every
+    pair of float widths of output and reference."""
+    assert check.native_check() is not None  # gcc is here: a broken build must fail this test
+    rng = np.random.default_rng(11)
+    tols = [{"atol": 1e-5, "rtol": 1e-4, "l2": 1e-3}, {"atol": 0.0, "rtol": 0.0}, {"atol": 1e-3, "rtol": 0.0, "l2": 1e-6}]
+    for trial in range(1500):
+        n = int(rng.integers(1, 300))
+        dt = [np.float32, np.float64][trial % 2]
+        rdt = [np.float32, np.float64][(trial // 2) % 2]
+        r = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30)).astype(rdt)
+        if rng.random() < 0.1:
+            r[:] = 0
+        o = r.astype(dt)
+        if rng.random() < 0.7:
+            o = (o + rng.standard_normal(n).astype(dt) * np.asarray(np.abs(r).max() * 10.0 ** rng.integers(-9, -1), dt))
+        for _ in range(int(rng.integers(0, 4))):
+            k = int(rng.integers(n))
+            what = rng.integers(6)
+            if what == 0:
+                o[k] = np.nan
+            elif what == 1:
+                o[k] = poison_value(dt)
+            elif what == 2:
+                r[k] = [np.inf, -np.inf, np.nan][int(rng.integers(3))]
+                if rng.random() < 0.5:
+                    o[k] = r[k]
+            elif what == 3:
+                o[k] = [np.inf, -np.inf][int(rng.integers(2))]
+            elif what == 4:
+                o[k] = o[k] * 2 + 1
+            else:
+                o[:] = 0
+        tol = tols[trial % len(tols)]
+        with np.errstate(all="ignore"):
+            slow = check.compare(o, r, tol=tol, dtype=dt, native=False)
+            fast = check.compare(o, r, tol=tol, dtype=dt)
+        _same_outcome(fast, slow, trial)
+
+
+def test_native_check_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(check, "_native_state", {})
+    monkeypatch.setenv("CUDAPERF_NATIVE_CHECK", "0")
+    assert check.native_check() is None
+    r = check.compare(np.zeros(4, np.float32), np.ones(4), tol={"atol": 1e-5, "rtol": 1e-5}, dtype=np.float32)
+    assert not r.ok and r.n_bad == 4
