@@ -157,6 +157,7 @@ class FakeHarness:
 
     def evaluate_groups(self, groups):
         self.groups = getattr(self, "groups", []) + [len(srcs) for _, srcs in groups]
+        self.group_calls = getattr(self, "group_calls", []) + [[t for t, _ in groups]]
         return [self.evaluate_many([(t, s) for s in srcs]) for t, srcs in groups]
 
     def versions(self):
@@ -228,6 +229,13 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     assert (tasks[1].task_id, "naive") not in h.evaluated, "an unprepared task is not evaluated"
     reasons = V.failure_reasons(table)
     assert reasons == {"crashed (task:prepare_failed)": len(tasks[1].variants), "wrong": 1}
+    # each chunk's groups go to the harness longest first; results still land on their own rows
+    for call in h.group_calls:
+        costs = [V.group_cost(t, t.variants) for t in call]
+        assert costs == sorted(costs, reverse=True)
+    assert any(len({V.group_cost(t, t.variants) for t in c}) > 1 for c in h.group_calls), "the test needs mixed costs"
+    bad = table[table["status"] != "correct"]
+    assert set(zip(bad["task_id"], bad["variant"])) - {(tasks[1].task_id, v.name) for v in tasks[1].variants} == wrong
     # resume: nothing left; with --retry-failed only the failed pairs run again
     done = V.done_pairs(V.existing_table(tmp_path, "nvidia-h200"))
     assert V.pending(tasks, done) == []
