@@ -343,3 +343,50 @@ def test_compile_task_uses_prebuilt_libraries_without_nvcc(tmp_path, monkeypatch
     for v in task.variants:
         so, sym, log = got[v.name]
         assert so == C.lookup(v.source, arch="sm_90", cache_dir=tmp_path).so_path and sym == task.entry and log == ""
+
+
+# ------------------------------------------------------------------ profiling: inputs made ahead
+
+
+def test_inputs_written_ahead_are_the_inputs_the_worker_would_make(tmp_path):
+    from cudaperf.inputs import make_inputs
+
+    task = dev_tasks()[0]
+    test = task.perf_test
+    where = PD.write_inputs({**task.to_dict(), "variants": []}, test.name, str(tmp_path / "x"))
+    got = PD.read_inputs(where)
+    want = make_inputs(task, test, seed=0)
+    assert set(got) == set(want)
+    for k in want:
+        assert np.asarray(got[k]).dtype == np.asarray(want[k]).dtype
+        assert np.array_equal(np.asarray(got[k]), np.asarray(want[k]))
+    (tmp_path / "x" / "DONE").unlink()  # incomplete: the worker must make them itself
+    assert PD.read_inputs(where) is None and PD.read_inputs(None) is None
+
+
+def test_input_prefetcher_runs_ahead_waits_and_releases(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = _fake_tasks({"a": 3, "b": 3})
+    queue = PD.shards(PD.plan_items(tasks), 6)  # two tasks (6 variants) per shard
+    made = []
+
+    def fake_write(task_dict, test_name, where):
+        made.append(task_dict["task_id"])
+        Path(where).mkdir(parents=True)
+        (Path(where) / "DONE").write_text("")
+        return where
+
+    with ThreadPoolExecutor(2) as pool:
+        monkeypatch.setattr(PD, "write_inputs", fake_write)
+        pf = PD.InputPrefetcher(tmp_path, pool, lambda t: t.tests[0], lookahead=2)
+        pf.ahead(queue)
+        pf.wait(queue[0])
+        pf.ahead(queue)  # nothing submitted twice
+        ids = [t.task_id for sh in queue[:2] for t in PD.tasks_of(sh)]
+        assert sorted(made) == sorted(ids) and len(queue) == 3
+        assert len({pf.where(t) for t in tasks}) == len(tasks)
+        assert all(Path(pf.where(t), "DONE").exists() for sh in queue[:2] for t in PD.tasks_of(sh))
+        pf.release(PD.tasks_of(queue[1]))
+        assert not any(Path(pf.where(t)).exists() for t in PD.tasks_of(queue[0]))
+        assert all(Path(pf.where(t)).exists() for t in PD.tasks_of(queue[1]))
