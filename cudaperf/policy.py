@@ -536,11 +536,14 @@ def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
     `cudaperf.metrics`' (KernelBench's definitions, shared with GRPO and the main results):
     pass@k averages the unbiased estimator over tasks (k above a task's sample count skipped),
     fast_p is the share of tasks whose first sample is correct and faster than p x naive.
-    Samples flagged ``hack:`` never count as correct.
+    Samples flagged ``hack:`` never count as correct. A compiled sample whose correctness was
+    never judged (``correct`` None: no GPU) makes every correctness metric None, never 0: the
+    summary then says how many went unjudged (``unjudged_samples``).
     """
     from cudaperf import metrics
 
     n_s = len(rows)
+    unjudged = sum(bool(r.get("compiled")) and r.get("correct") is None for r in rows)
     by: dict[str, list[dict]] = {}
     for r in rows:
         by.setdefault(r["task_id"], []).append(r)
@@ -557,6 +560,10 @@ def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
     if rows:
         for p, v in metrics.fast_p(rows, fast_ps, per_task="first").items():
             out[f"fast_{p:g}"] = v
+    if unjudged:  # correctness was not run (compile-only machine): nothing to report but that
+        for k in [k for k in out if k == "correct_rate" or k.startswith(("pass@", "fast_"))] + ["geomean_speedup"]:
+            out[k] = None
+        out["unjudged_samples"] = unjudged
     return out
 
 

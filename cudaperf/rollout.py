@@ -317,7 +317,9 @@ class MultiTurnRollout:
         st.execution_s = sum(float(r.timings.get(k, 0.0)) for r in fresh for k in EXEC_STAGES)
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
         ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
-        st.correct_rate = sum(ok) / max(1, len(res))
+        # NaN, not 0, when a compiled attempt was never judged (no GPU): the rate is unknown.
+        judged = not any(r.compiled and r.correct is None for r in res)
+        st.correct_rate = sum(ok) / max(1, len(res)) if judged else float("nan")
         st.speedups = [float(r.speedup) for r, k in zip(res, ok) if k and r.speedup]
         chains = [c for c in chains if c.rows]
         st.chains = len(chains)

@@ -340,4 +340,10 @@ def test_pass_at_k_and_summary():
     assert s["pass@1"] == pytest.approx((2 / 3 + 0) / 2) and s["pass@3"] == pytest.approx(0.5)
     # fast_p per task (KernelBench): task a's first sample is correct at 2x, task b fails.
     assert s["geomean_speedup"] == pytest.approx(2.0) and s["fast_1"] == pytest.approx(1 / 2)
-    assert s["fast_1.5"] == pytest.approx(1 / 2)
+    assert s["fast_1.5"] == pytest.approx(1 / 2) and "unjudged_samples" not in s
+    # no GPU: compiled samples were never judged, so no correctness number may be reported
+    cpu = [{"task_id": "a", "compiled": True, "correct": None, "speedup": None, "flags": []},
+           {"task_id": "b", "compiled": False, "correct": False, "speedup": None, "flags": []}]
+    s = policy.eval_summary(cpu, ks=(1,))
+    assert s["compile_rate"] == 0.5 and s["unjudged_samples"] == 1
+    assert s["correct_rate"] is None and s["pass@1"] is None and s["fast_1"] is None
