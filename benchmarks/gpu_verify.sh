@@ -7,9 +7,9 @@
 # A shard starts only with MIN_SHARD_S (240) seconds left.
 # Each shard is walked in the stratified order (verify_dataset --order): a shard cut short still
 # covers every family, and the profiled sample comes first.
-# A task's variants share one runner (verify_dataset's default); CHUNK variants per chunk (128:
-# about 40 tasks, so 12 runners stay busy across a chunk). A shard's libraries built ahead on the
-# CPU machine (same nvcc) are installed first when carried:
+# A task's variants share one runner (verify_dataset's default) and groups stream: one starts
+# whenever a runner slot frees (WORKERS per GPU); references are made PREP tasks ahead. A
+# shard's libraries built ahead on the CPU machine (same nvcc) are installed first when carried:
 #   python -m cudaperf.prebuilt pack --shard K --of N --out .prebuilt/c2cuda_shardKofN.tar.gz
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
@@ -19,15 +19,15 @@ OF=${OF:-4}
 END=$(( SECONDS + ${BUDGET_S:-520} ))
 for K in ${SHARDS:-${SHARD:-0}}; do
   LEFT=$(( END - SECONDS ))
-  # A shard's first chunk always runs (nothing to estimate it from yet): start one only when a
-  # chunk's worth of time is left, or the hard limit kills it and its work is lost.
+  # A shard's first groups start before any has finished (nothing to estimate from yet): start a
+  # shard only when that much is left, or the hard limit kills them and their work is lost.
   if [ "$LEFT" -lt "${MIN_SHARD_S:-240}" ]; then echo "gpu_verify.sh: ${LEFT}s left, not starting shard $K"; break; fi
   PREBUILT=.prebuilt/c2cuda_shard${K}of${OF}.tar.gz
   PRE=(); [ -f "$PREBUILT" ] && PRE=(--prebuilt "$PREBUILT")
   # SIGABRT at the hard limit makes faulthandler print every thread's stack: a hang explains itself.
   timeout -s ABRT $(( LEFT + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py \
     --shard "$K" --of "$OF" --out-dir "$OUT" --max-seconds "$LEFT" \
-    --workers-per-gpu "${WORKERS:-12}" --chunk-variants "${CHUNK:-128}" ${PRE[@]+"${PRE[@]}"} \
+    --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" ${PRE[@]+"${PRE[@]}"} \
     --sample-stacks "$OUT/stacks_shard$K.txt" \
     > "$OUT/verify_shard$K.log" 2>&1
   echo "== shard $K"; grep -v "it/s\]" "$OUT/verify_shard$K.log" | tail -14 | cut -c1-700

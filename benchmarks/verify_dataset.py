@@ -7,13 +7,14 @@
 Each run: picks its shard's tasks (round-robin over task ids sorted, so every shard mixes all
 families), skips (task, variant) pairs already present in ANY existing
 ``data/measurements/c2cuda_<gpu-slug>_shard*.parquet`` (resume; ``--retry-failed`` re-runs
-pairs whose stored row is not correct), then works in chunks of tasks: `Harness.prepare` for the
-chunk's tasks (naive build + references), `Harness.evaluate_groups` over their pending variants
-(the variants of a task share one runner and one timed region, `cudaperf.variantgroup`;
-``--one-by-one`` uses `evaluate_many`, a runner per variant, as the RL reward does), and a
-rewrite of ``c2cuda_<gpu-slug>_shard<K>.parquet`` after every chunk (so a killed run loses at
-most one chunk). With ``--max-seconds`` it starts a chunk only when the slowest chunk so far
-still fits in the time left. The parquet metadata holds GPU name, driver, nvcc version,
+pairs whose stored row is not correct), then streams the shard's tasks, in the dataset's
+stratified order, through ONE `Harness.evaluate_groups` call (`run_stream`: the variants of a
+task share one runner and one timed region, `cudaperf.variantgroup`; a group starts whenever a
+runner slot frees; `Harness.prepare` -- naive build, references -- runs a block of tasks ahead),
+rewriting ``c2cuda_<gpu-slug>_shard<K>.parquet`` at least every minute (a killed run loses at
+most that). With ``--max-seconds`` a group starts only while the longest group so far still
+fits in the time left. ``--one-by-one`` uses `evaluate_many` instead, a runner per variant as
+the RL reward does, in chunks (`run_chunks`). The parquet metadata holds GPU name, driver, nvcc version,
 harness settings, git commit and the command. At the end it prints a summary: verified / failed
 by status and reason, and the share of tasks whose naive variant takes >= 20 us at the perf size.
 
@@ -28,6 +29,7 @@ import contextlib
 import json
 import shlex
 import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -114,12 +116,103 @@ def prepare_failure_rows(task: Task, variants: list[str], error: str, gpu: str |
              "measured_at": M.now_utc()} for v in variants]
 
 
-def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
-               chunk_variants: int = 64, max_seconds: float | None = None, grouped: bool = True,
+def run_stream(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
+               prepare_tasks: int = 40, max_seconds: float | None = None, save_every_s: float = 60.0,
                clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] = print) -> pd.DataFrame:
-    """Measure `work` chunk by chunk with `harness` (anything with prepare / evaluate_groups or
-    evaluate_many / versions), rewriting `shard_file` (existing rows kept) after each chunk.
-    Returns its table."""
+    """Grouped verification without batch barriers: one `evaluate_groups` call over all of `work`
+    (a group per task: its pending variants in one runner), rows saved as groups finish.
+
+    Why: in chunks, every chunk waited for its slowest group with runner slots idle, and the next
+    chunk's first groups waited again; on the H200 a 42-group chunk took 88-107 s where its groups'
+    slot time summed to about 70 s. Here the harness starts the next group whenever a slot frees.
+
+    * `Harness.prepare` (naive build, references) runs for blocks of `prepare_tasks` tasks on one
+      background thread, one block ahead of the groups being started; a task whose preparation
+      failed gets failure rows and is not evaluated.
+    * With `max_seconds`, a group starts only while the longest group so far (from start to its
+      records) still fits in the time left (before any has finished: a quarter of the budget);
+      the groups not started stay pending for the next run.
+    * `shard_file` is rewritten (existing rows kept) at most every `save_every_s` seconds and at
+      the end, so a killed run loses at most that much finished work.
+    """
+    start = clock()
+    table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
+    toolchain = (harness.versions() or {}).get("toolchain")
+    blocks = [work[i:i + prepare_tasks] for i in range(0, len(work), max(1, prepare_tasks))]
+    block_of = [b for b, blk in enumerate(blocks) for _ in blk]
+    pool = ThreadPoolExecutor(1, thread_name_prefix="prepare")
+    mu = threading.Lock()
+    prepared: dict[int, Any] = {}
+    started: dict[int, float] = {}
+    state = {"table": table, "rows": [], "saved_at": start, "longest": 0.0, "refused": 0, "done": 0, "correct": 0}
+
+    def prepare(b: int) -> dict[str, str]:
+        with mu:
+            for k in (b, b + 1):  # this block, and the next one ahead
+                if k < len(blocks) and k not in prepared:
+                    prepared[k] = pool.submit(harness.prepare, [t for t, _ in blocks[k]])
+            fut = prepared[b]
+        return fut.result()
+
+    def flush() -> None:  # holding mu
+        if state["rows"]:
+            state["table"] = M.merge([state["table"], pd.DataFrame(state["rows"])])
+            state["rows"] = []
+            M.save_measurements(state["table"], shard_file, metadata=metadata)
+        el = clock() - start
+        log(f"{state['done']} variants, {state['correct']} correct, {el:.0f}s "
+            f"({state['done'] / max(el, 1e-9) * 60:.0f}/min) -> {shard_file}")
+        state["saved_at"] = clock()
+
+    def gate(i: int) -> bool:
+        task, names = work[i]
+        if max_seconds is not None:
+            margin = state["longest"] or max_seconds / 4
+            if clock() - start + margin > max_seconds:
+                with mu:
+                    state["refused"] += len(names)
+                return False
+        errors = prepare(block_of[i])
+        with mu:
+            if task.task_id in errors:
+                state["rows"] += prepare_failure_rows(task, names, errors[task.task_id], metadata.get("gpu"), toolchain)
+                return False
+            started[i] = clock()
+        return True
+
+    def on_done(i: int, records: list) -> None:
+        task, names = work[i]
+        if len(records) != len(names):
+            raise RuntimeError(f"harness returned {len(records)} results for {len(names)} variants of {task.task_id}")
+        when = M.now_utc()
+        rows = [M.row_from_result(task, n, r, measured_at=when) for n, r in zip(names, records)]
+        with mu:
+            state["longest"] = max(state["longest"], clock() - started.pop(i))
+            state["rows"] += rows
+            state["done"] += len(rows)
+            state["correct"] += sum(r["status"] == "correct" for r in rows)
+            if clock() - state["saved_at"] >= save_every_s:
+                flush()
+
+    groups = [(t, [t.variant(n).source for n in names]) for t, names in work]
+    try:
+        if groups:
+            harness.evaluate_groups(groups, gate=gate, on_done=on_done)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        with mu:
+            flush()
+    if state["refused"]:
+        log(f"time budget: {state['refused']} variants not started; run again to resume")
+    return state["table"]
+
+
+def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Path, metadata: dict[str, Any], *,
+               chunk_variants: int = 64, max_seconds: float | None = None,
+               clock: Callable[[], float] = time.monotonic, log: Callable[[str], None] = print) -> pd.DataFrame:
+    """``--one-by-one``: measure `work` chunk by chunk with `harness.evaluate_many` (a runner per
+    variant, as the RL reward does), rewriting `shard_file` (existing rows kept) after each
+    chunk. Returns its table. (Grouped verification streams instead: `run_stream`.)"""
     start = clock()
     table = M.load_measurements(shard_file) if shard_file.exists() else M.to_table([])
     slowest, done = 0.0, 0
@@ -139,7 +232,7 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
             errors = (ahead.pop(i, None) or pool.submit(harness.prepare, [t for t, _ in chunk])).result()
             if i + 1 < len(todo) and (left is None or left - slowest > 2 * max(slowest, 1e-9)):
                 ahead[i + 1] = pool.submit(harness.prepare, [t for t, _ in todo[i + 1]])
-            table = _run_chunk(harness, chunk, errors, table, shard_file, metadata, grouped)
+            table = _run_chunk(harness, chunk, errors, table, shard_file, metadata)
             slowest = max(slowest, clock() - t0)
             rows = table[table["task_id"].isin([t.task_id for t, _ in chunk])]
             ok = int((rows["status"] == "correct").sum())
@@ -154,7 +247,7 @@ def run_chunks(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
 
 
 def _run_chunk(harness: Any, chunk: list[tuple[Task, list[str]]], errors: dict[str, str], table: pd.DataFrame,
-               shard_file: Path, metadata: dict[str, Any], grouped: bool = True) -> pd.DataFrame:
+               shard_file: Path, metadata: dict[str, Any]) -> pd.DataFrame:
     """Evaluate one prepared chunk and rewrite the shard file with its rows merged in."""
     toolchain = (harness.versions() or {}).get("toolchain")
     rows: list[dict[str, Any]] = []
@@ -166,17 +259,7 @@ def _run_chunk(harness: Any, chunk: list[tuple[Task, list[str]]], errors: dict[s
         groups.append((t, [t.variant(n).source for n in names]))
         keys += [(t, n) for n in names]
     items = [(t, src) for t, srcs in groups for src in srcs]
-    if not items:
-        results = []
-    elif grouped:
-        # Longest first: a chunk ends with its slowest group, so starting the big ones early
-        # keeps the runner slots busy to the end (the chunk's tail was idle slots).
-        order = sorted(range(len(groups)), key=lambda i: -group_cost(*groups[i]))
-        done = harness.evaluate_groups([groups[i] for i in order])
-        by_index = dict(zip(order, done))
-        results = [r for i in range(len(groups)) for r in by_index[i]]
-    else:
-        results = harness.evaluate_many(items)
+    results = harness.evaluate_many(items) if items else []
     if len(results) != len(items):
         raise RuntimeError(f"harness returned {len(results)} results for {len(items)} candidates")
     when = M.now_utc()
@@ -184,12 +267,6 @@ def _run_chunk(harness: Any, chunk: list[tuple[Task, list[str]]], errors: dict[s
     table = M.merge([table, pd.DataFrame(rows)])
     M.save_measurements(table, shard_file, metadata=metadata)
     return table
-
-
-def group_cost(task: Task, sources: Sequence[str]) -> float:
-    """A group's expected evaluation time, up to a factor: its variants times the elements its
-    tests move (checks and their comparisons dominate, and scale with both)."""
-    return float(len(sources)) * sum(task.numel_total(t) for t in task.tests)
 
 
 def failure_reasons(table: pd.DataFrame) -> dict[str, int]:
@@ -241,8 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--out-dir", default=DEFAULT_OUT)
     ap.add_argument("--shard", type=int, default=0)
     ap.add_argument("--of", type=int, default=1)
-    ap.add_argument("--max-seconds", type=float, default=None, help="stop starting chunks after this budget")
-    ap.add_argument("--chunk-variants", type=int, default=64, help="variants per evaluate_many call")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="time budget: no group (chunk, --one-by-one) starts that would not finish within it")
+    ap.add_argument("--chunk-variants", type=int, default=64, help="--one-by-one: variants per evaluate_many call")
+    ap.add_argument("--prepare-tasks", type=int, default=40,
+                    help="grouped: tasks per Harness.prepare call, made one block ahead of the groups started")
     ap.add_argument("--families", nargs="*", help="only these families")
     ap.add_argument("--retry-failed", action="store_true", help="re-run stored pairs that are not correct")
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
@@ -293,8 +373,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         sampler = StackSampler() if a.sample_stacks else contextlib.nullcontext()
         try:
             with sampler:
-                table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants,
-                                   max_seconds=a.max_seconds, grouped=not a.one_by_one)
+                if a.one_by_one:
+                    table = run_chunks(harness, work, out, meta, chunk_variants=a.chunk_variants,
+                                       max_seconds=a.max_seconds)
+                else:
+                    table = run_stream(harness, work, out, meta, prepare_tasks=a.prepare_tasks,
+                                       max_seconds=a.max_seconds)
         finally:
             if a.sample_stacks:
                 from cudaperf import gpuworker

@@ -39,7 +39,7 @@ import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -316,25 +316,36 @@ class Harness:
             return 1
 
         self._in_parallel(len(items), one, len(items) if progress else None)
-        return [r for r in results]  # type: ignore[misc]
+        return results
 
-    def evaluate_groups(self, groups: Sequence[tuple[Task, Sequence[str]]], *,
-                        progress: bool = False) -> list[list[EvalResult]]:
+    def evaluate_groups(self, groups: Sequence[tuple[Task, Sequence[str]]], *, progress: bool = False,
+                        gate: Callable[[int], bool] | None = None,
+                        on_done: Callable[[int, list[EvalResult]], None] | None = None,
+                        ) -> list[list[EvalResult] | None]:
         """Dataset verification: each group is a task and sources of OUR OWN variants of it; the
         variants of a group share one runner (one start, one input staging per test, one timed
         region with the naive variant), with the same checks and timing as `evaluate_many`.
-        Never for model output: see `cudaperf.variantgroup`. Results per group, in input order."""
+        Never for model output: see `cudaperf.variantgroup`. Results per group, in input order.
+
+        Streaming (long runs): `gate(i)` is asked just before group i starts (False: skip it, its
+        entry stays None -- a time budget, a task whose preparation failed), and `on_done(i,
+        records)` gets each group's records as soon as they exist, so a caller can save as it goes
+        instead of waiting for the slowest group of a batch."""
         from cudaperf import variantgroup
 
         results: list[list[EvalResult] | None] = [None] * len(groups)
 
         def one(i: int) -> int:
             task, sources = groups[i]
+            if gate is not None and not gate(i):
+                return len(sources)
             results[i] = variantgroup.evaluate_group(self, task, list(sources))
+            if on_done is not None:
+                on_done(i, results[i])
             return len(sources)
 
         self._in_parallel(len(groups), one, sum(len(s) for _, s in groups) if progress else None)
-        return [r for r in results]  # type: ignore[misc]
+        return results
 
     def _in_parallel(self, n: int, fn, progress_total: int | None) -> None:  # noqa: ANN001
         """fn(i) for i < n on threads; fn returns how many candidates it finished (progress)."""

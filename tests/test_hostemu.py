@@ -165,6 +165,29 @@ def test_sticky_device_error_in_a_group_beside_another_group_of_the_same_task(em
     assert e.status == "crashed" and "note:group_fallback" in e.flags, (e.message, e.failures)
 
 
+def test_streamed_groups_are_gated_and_reported_as_they_finish(emu):
+    """evaluate_groups' streaming hooks on the real harness: a gated-off group is never run (its
+    entry is None), and on_done sees every group that ran, with the records it returns."""
+    import threading
+
+    groups = [(TASK, [REF + "\n// g0\n"]), (TASK, [ZEROS + "\n// g1\n"]), (TASK, [REF + "\n// g2\n", ZEROS])]
+    asked, seen, mu = [], {}, threading.Lock()
+
+    def gate(i):
+        with mu:
+            asked.append(i)
+        return i != 1
+
+    def on_done(i, recs):
+        with mu:
+            seen[i] = [r.status for r in recs]
+
+    out = emu.evaluate_groups(groups, gate=gate, on_done=on_done)
+    assert sorted(asked) == [0, 1, 2] and out[1] is None
+    assert seen == {0: ["correct"], 2: ["correct", "wrong"]}
+    assert [[r.status for r in g] for g in (out[0], out[2])] == [seen[0], seen[2]]
+
+
 def test_group_and_one_by_one_agree_on_verdicts(emu):
     srcs = [REF + "\n// agree\n", ZEROS + "\n// agree\n", WRITES_INPUT + "\n// agree\n", MEMO + "\n// agree\n"]
     (grouped,) = emu.evaluate_groups([(TASK, srcs)])

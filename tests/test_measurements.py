@@ -155,10 +155,27 @@ class FakeHarness:
                             runtime=0.05 if name == "naive" else 0.01, base=0.05))
         return out
 
-    def evaluate_groups(self, groups):
-        self.groups = getattr(self, "groups", []) + [len(srcs) for _, srcs in groups]
-        self.group_calls = getattr(self, "group_calls", []) + [[t for t, _ in groups]]
-        return [self.evaluate_many([(t, s) for s in srcs]) for t, srcs in groups]
+    threads = 3
+
+    def evaluate_groups(self, groups, gate=None, on_done=None):
+        """Like Harness.evaluate_groups: groups on threads, gate before, on_done after each."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.groups = getattr(self, "groups", [])
+        out = [None] * len(groups)
+
+        def one(i):
+            t, srcs = groups[i]
+            if gate is not None and not gate(i):
+                return
+            self.groups.append(len(srcs))
+            out[i] = self.evaluate_many([(t, s) for s in srcs])
+            if on_done is not None:
+                on_done(i, out[i])
+
+        with ThreadPoolExecutor(self.threads) as ex:
+            list(ex.map(one, range(len(groups))))
+        return out
 
     def versions(self):
         return {"toolchain": "nvcc 13.0"}
@@ -217,23 +234,18 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     h = FakeHarness(broken={tasks[1].task_id}, wrong=wrong)
     out = V.shard_path(tmp_path, "nvidia-h200", 0)
     meta = {"gpu": "NVIDIA H200", "driver": "580.1", "nvcc": "13.0", "command": "test"}
-    table = V.run_chunks(h, V.pending(tasks, set()), out, meta, chunk_variants=7, log=lambda s: None)
+    table = V.run_stream(h, V.pending(tasks, set()), out, meta, prepare_tasks=2, log=lambda s: None)
     n_all = sum(len(t.variants) for t in tasks)
-    # grouped by default: one group per prepared task, all of its variants
-    assert h.groups == [len(t.variants) for t in tasks if t.task_id != tasks[1].task_id]
+    # one group per prepared task, all of its variants
+    assert sorted(h.groups) == sorted(len(t.variants) for t in tasks if t.task_id != tasks[1].task_id)
     assert len(table) == n_all and M.measurement_metadata(out)["driver"] == "580.1"
-    assert all(len(c) <= 3 for c in h.prepared), "prepare is called per chunk, for that chunk's tasks"
+    assert all(len(c) <= 2 for c in h.prepared), "prepare is called per block of tasks"
     assert [x for c in h.prepared for x in c] == [t.task_id for t in tasks]
     broken = table[table["task_id"] == tasks[1].task_id]
     assert set(broken["status"]) == {"crashed"} and all("preparation failed" in m for m in broken["message"])
     assert (tasks[1].task_id, "naive") not in h.evaluated, "an unprepared task is not evaluated"
     reasons = V.failure_reasons(table)
     assert reasons == {"crashed (task:prepare_failed)": len(tasks[1].variants), "wrong": 1}
-    # each chunk's groups go to the harness longest first; results still land on their own rows
-    for call in h.group_calls:
-        costs = [V.group_cost(t, t.variants) for t in call]
-        assert costs == sorted(costs, reverse=True)
-    assert any(len({V.group_cost(t, t.variants) for t in c}) > 1 for c in h.group_calls), "the test needs mixed costs"
     bad = table[table["status"] != "correct"]
     assert set(zip(bad["task_id"], bad["variant"])) - {(tasks[1].task_id, v.name) for v in tasks[1].variants} == wrong
     # resume: nothing left; with --retry-failed only the failed pairs run again
@@ -243,7 +255,7 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     assert sorted((t.task_id, n) for t, ns in redo for n in ns) == sorted(
         [(tasks[1].task_id, v.name) for v in tasks[1].variants] + list(wrong))
     h2 = FakeHarness()
-    table2 = V.run_chunks(h2, redo, out, meta, log=lambda s: None, grouped=False)
+    table2 = V.run_chunks(h2, redo, out, meta, log=lambda s: None)
     assert not hasattr(h2, "groups"), "--one-by-one evaluates with evaluate_many"
     assert len(table2) == n_all and (table2["status"] == "correct").all()
     assert len(h2.evaluated) == len(tasks[1].variants) + 1
@@ -251,7 +263,35 @@ def test_run_builds_the_table_and_resumes(tmp_path):
     assert "verified 18, failed 0" in lines[0] and "100.0% of 6" in lines[2]
 
 
-def test_time_budget_stops_between_chunks_and_the_rest_resumes(tmp_path):
+def test_stream_saves_as_it_goes_and_starts_nothing_that_would_overrun(tmp_path):
+    V = _verify_module()
+    tasks = _many_tasks(8)
+    now = [0.0]
+    out = V.shard_path(tmp_path, "gpu", 3)
+    seen = []
+
+    class SlowHarness(FakeHarness):
+        threads = 1
+
+        def evaluate_many(self, items):
+            seen.append(len(M.load_measurements(out)) if out.exists() else 0)
+            now[0] += 40.0  # every group takes 40 "seconds"
+            return super().evaluate_many(items)
+
+    h = SlowHarness()
+    logs = []
+    table = V.run_stream(h, V.pending(tasks, set()), out, {}, prepare_tasks=2, max_seconds=100,
+                         save_every_s=0, clock=lambda: now[0], log=logs.append)
+    # group 1 fits a quarter-budget margin; group 2 (at 40 s) fits its 40 s; group 3 (at 80 s) does not
+    assert h.groups == [3, 3] and len(table) == 6 and out.exists()
+    assert seen == [0, 3], "the rows of a finished group are on disk before the next group starts"
+    assert len(h.prepared) == 2, "the block in use and one block ahead"
+    assert any("18 variants not started" in line for line in logs), logs
+    rest = V.pending(tasks, V.done_pairs(V.existing_table(tmp_path, "gpu")))
+    assert [t.task_id for t, _ in rest] == [t.task_id for t in tasks[2:]]
+
+
+def test_one_by_one_chunks_stop_at_the_time_budget(tmp_path):
     V = _verify_module()
     tasks = _many_tasks(8)
     now = [0.0]
