@@ -3,7 +3,8 @@
 # ceilings (filed into data/ceilings/ for this run when the GPU model has none, so the roofline
 # flag works), every gpu-marked test incl. the adversarial suite, then bench_harness.py at a
 # reduced size. Everything lands under $OUT. Needs the tree-sitter wheels in .whl/ (README).
-#   TEST_S / BENCH_S: time limits; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes.
+#   PARTS / HARNESS_S / TORCH_S / ADV_S: test parts and limits (below); BENCH_S: the bench's
+#   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 SLUG=$(python3 -c "from cudaperf import envinfo; print(envinfo.gpu_slug(envinfo.gpus()[0]['name']))")
@@ -15,12 +16,19 @@ if [ ! -f "data/ceilings/$SLUG.json" ]; then
   python3 -m cudaperf.ceilings --out "$OUT" 2>&1 | tail -2 && cp "$OUT/$SLUG.json" data/ceilings/
 fi
 export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
-# SIGINT at the limit: pytest then still prints what failed so far (SIGTERM loses it all).
-timeout -s INT ${TEST_S:-420} python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short --timeout 400 \
-  tests/test_harness.py tests/test_adversarial.py tests/test_gpuworker.py tests/test_torchpath.py \
-  > "$OUT/gpu_tests_${SLUG}_full.log" 2>&1  # whole log, so a run cut short still says what failed
-tail -60 "$OUT/gpu_tests_${SLUG}_full.log" > "$OUT/gpu_tests_$SLUG.log"
-tail -8 "$OUT/gpu_tests_$SLUG.log"
+# One pytest per part, each with its own limit (the torch load_inline test alone builds two
+# extensions, minutes), so a slow part cannot starve the others of their log. SIGINT at the
+# limit: pytest still prints what failed so far (SIGTERM loses it all).
+#   PARTS: any of harness torch adversarial (default all); HARNESS_S / TORCH_S / ADV_S: limits.
+declare -A FILES=([harness]="tests/test_harness.py tests/test_gpuworker.py" [torch]="tests/test_torchpath.py"
+                  [adversarial]="tests/test_adversarial.py")
+declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversarial]=${ADV_S:-300})
+for part in ${PARTS:-harness torch adversarial}; do
+  timeout -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
+    --timeout "${LIMIT[$part]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
+  echo "== $part (limit ${LIMIT[$part]} s)"; tail -4 "$OUT/gpu_tests_${SLUG}_${part}_full.log" | cut -c1-300
+done
+cat "$OUT"/gpu_tests_${SLUG}_*_full.log | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" > "$OUT/gpu_tests_$SLUG.log"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 timeout ${BENCH_S:-150} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-120} \
   --n-load-inline ${NL:-6} --n-repeat ${NR:-72} --out "$OUT" 2>&1 | grep -v "it/s\]" | tail -14
