@@ -4,6 +4,7 @@
 # in $SHARDS (of $OF) within one overall budget of $BUDGET_S seconds, and leaves the updated shard
 # files and logs in $OUT; copy them back into data/measurements/ and commit.
 #   SHARDS="1 2" OF=4 BUDGET_S=520 bash benchmarks/gpu_verify.sh      (SHARD=k works too)
+#   SAMPLE=3000 BUDGET_S=520 bash benchmarks/gpu_verify.sh             (the profiled sample instead)
 # A shard starts only with MIN_SHARD_S (240) seconds left.
 # Each shard is walked in the stratified order (verify_dataset --order): a shard cut short still
 # covers every family, and the profiled sample comes first.
@@ -17,6 +18,17 @@ cp data/measurements/c2cuda_*.parquet "$OUT"/ 2>/dev/null || true
 df -h /dev/shm /tmp | tail -2; free -g | head -2
 OF=${OF:-4}
 END=$(( SECONDS + ${BUDGET_S:-520} ))
+if [ -n "${SAMPLE:-}" ]; then
+  # The profiled sample (profile_dataset.py --max-variants $SAMPLE): its tasks from every shard,
+  # libraries from the archive built for profiling (same nvcc, same flags).
+  PRE=(); [ -f ".prebuilt/profile_sample${SAMPLE}.tar.gz" ] && PRE=(--prebuilt ".prebuilt/profile_sample${SAMPLE}.tar.gz")
+  LEFT=$(( END - SECONDS ))
+  timeout -s ABRT $(( LEFT + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py --sample "$SAMPLE" \
+    --out-dir "$OUT" --max-seconds "$LEFT" --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" \
+    ${PRE[@]+"${PRE[@]}"} --sample-stacks "$OUT/stacks_sample.txt" > "$OUT/verify_sample.log" 2>&1
+  echo "== sample $SAMPLE"; grep -v "it/s\]" "$OUT/verify_sample.log" | tail -14 | cut -c1-700
+  exit 0
+fi
 for K in ${SHARDS:-${SHARD:-0}}; do
   LEFT=$(( END - SECONDS ))
   # A shard's first groups start before any has finished (nothing to estimate from yet): start a

@@ -59,7 +59,7 @@ import pandas as pd  # noqa: E402
 from cudaperf.features import FEATURE_NAMES  # noqa: E402
 from cudaperf.profiled import (MARKER_SOURCE, METRICS, ncu_command, parse_ncu_csv,  # noqa: E402
                                profiled_features, split_by_marker)
-from cudaperf.tasks import Task, stratified_order, task_from_dict  # noqa: E402
+from cudaperf.tasks import Task, stratified_order, stratified_prefix, task_from_dict  # noqa: E402,F401
 
 PROF_COLUMNS = [f"prof_{n}" for n in FEATURE_NAMES] + [
     "prof_sectors_per_request", "prof_flops", "prof_dram_bytes", "prof_duration_ns"]
@@ -93,14 +93,8 @@ def plan_items(tasks: Sequence[Task], *, done: set[tuple[str, str]] = frozenset(
     ``max_variants`` caps the stratified prefix (done ones included), so that rerunning with the
     same cap finishes the same sample rather than growing it.
     """
-    out: list[tuple[Task, str]] = []
-    seen = 0
-    for t in stratified_order(tasks, seed):
-        if max_variants and seen >= max_variants:
-            break
-        seen += len(t.variants)
-        out.extend((t, v.name) for v in t.variants if (t.task_id, v.name) not in done)
-    return out
+    return [(t, v.name) for t in stratified_prefix(tasks, max_variants, seed)
+            for v in t.variants if (t.task_id, v.name) not in done]
 
 
 def tasks_of(items: Sequence[tuple[Task, str]]) -> list[Task]:

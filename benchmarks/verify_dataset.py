@@ -40,7 +40,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
-from cudaperf.tasks import Task, load_tasks, shard_tasks, stratified_order  # noqa: E402,F401 (shard_tasks: tests use it from here)
+from cudaperf.tasks import (Task, load_tasks, shard_tasks, stratified_order,  # noqa: E402,F401 (tests use them from here)
+                            stratified_prefix)
 from cudaperf.stacksample import StackSampler  # noqa: E402
 
 DEFAULT_TASKS = "data/tasks/c2cuda.jsonl.gz"
@@ -51,11 +52,20 @@ def shard_path(out_dir: str | Path, slug: str, shard: int) -> Path:
     return Path(out_dir) / f"c2cuda_{slug}_shard{shard}.parquet"
 
 
+def sample_path(out_dir: str | Path, slug: str) -> Path:
+    """Where `--sample` runs write (the profiled sample's tasks come from every shard)."""
+    return Path(out_dir) / f"c2cuda_{slug}_sample.parquet"
+
+
 def existing_table(out_dir: str | Path, slug: str) -> pd.DataFrame:
-    """All rows of this GPU's shard files, in shard order (later files win on a repeated pair)."""
-    files = sorted(Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"),
-                   key=lambda p: int(p.stem.rsplit("shard", 1)[1]) if p.stem.rsplit("shard", 1)[1].isdigit() else -1)
-    return M.merge(files)
+    """All rows of this GPU's measurement files: shard files in shard order, then the sample file
+    (later files win on a repeated pair)."""
+    def order(p: Path) -> tuple[int, int, str]:
+        tail = p.stem.rsplit("shard", 1)[-1]
+        return (0, int(tail), "") if "_shard" in p.stem and tail.isdigit() else (1, 0, p.name)
+
+    files = sorted([*Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"), sample_path(out_dir, slug)], key=order)
+    return M.merge([f for f in files if f.exists()])
 
 
 def shard_order(tasks: Sequence[Task], shard: int, of: int, order: str = "stratified") -> list[Task]:
@@ -330,6 +340,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--order", choices=["stratified", "task_id"], default="stratified",
                     help="order of a shard's tasks: stratified (every prefix covers all families in proportion, "
                          "and the first are the sample benchmarks/profile_dataset.py profiles) or task id")
+    ap.add_argument("--sample", type=int, default=0, metavar="N",
+                    help="instead of a shard: the tasks of the stratified prefix of N variants (the sample "
+                         "benchmarks/profile_dataset.py --max-variants N profiles), written to c2cuda_<gpu>_sample.parquet")
     ap.add_argument("--plan", action="store_true", help="print the shard plan and exit (any machine)")
     ap.add_argument("--prebuilt", default="", help="archive of this shard's libraries built on another machine "
                     "with the same nvcc (python -m cudaperf.prebuilt pack): installed into the compile cache first")
@@ -340,8 +353,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = ap.parse_args(argv)
 
     tasks = load_tasks(a.tasks, families=a.families or None)
-    mine = shard_order(tasks, a.shard, a.of, a.order)
+    if a.sample:  # the profiled sample: whole tasks from every shard, in the stratified order
+        mine = stratified_prefix(tasks, a.sample)
+    else:
+        mine = shard_order(tasks, a.shard, a.of, a.order)
     if a.plan:
+        if a.sample:
+            print(f"sample of {a.sample} variants: {len(mine)} tasks, {sum(len(t.variants) for t in mine)} variants, "
+                  f"{len({t.family for t in mine})} families")
+            return 0
         for k in range(a.of):
             st = shard_tasks(tasks, k, a.of)
             print(f"shard {k}/{a.of}: {len(st)} tasks, {sum(len(t.variants) for t in st)} variants")
@@ -359,9 +379,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         slug = envinfo.gpu_slug(meta["gpu"] or "unknown-gpu")
         done = done_pairs(existing_table(a.out_dir, slug), a.retry_failed)
         work = pending(mine, done)
-        print(f"shard {a.shard}/{a.of}: {len(mine)} tasks, {sum(len(v) for _, v in work)} variants pending "
+        what = f"sample of {a.sample} variants" if a.sample else f"shard {a.shard}/{a.of}"
+        print(f"{what}: {len(mine)} tasks, {sum(len(v) for _, v in work)} variants pending "
               f"({len(done)} pairs already measured on {meta['gpu']})")
-        out = shard_path(a.out_dir, slug, a.shard)
+        out = sample_path(a.out_dir, slug) if a.sample else shard_path(a.out_dir, slug, a.shard)
         meta["mode"] = "one_by_one" if a.one_by_one else "grouped"
         if a.prebuilt:
             from cudaperf import prebuilt
@@ -386,7 +407,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 Path(a.sample_stacks).write_text(sampler.report(40) + "\n\nrunner requests (count, seconds "
                                                  "waited for replies, summed over threads):\n"
                                                  + json.dumps(gpuworker.request_stats(), indent=1) + "\n")
-        print(f"\nshard file {out}:")
+        print(f"\nfile {out}:")
         for line in summary_lines(table):
             print("  " + line)
         allrows = existing_table(a.out_dir, slug)
@@ -394,7 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         for line in summary_lines(allrows):
             print("  " + line)
         left = pending(mine, done_pairs(allrows, a.retry_failed))
-        print(json.dumps({"shard": a.shard, "of": a.of, "pending_after": sum(len(v) for _, v in left)}))
+        print(json.dumps({"shard": a.shard, "of": a.of, "sample": a.sample,
+                          "pending_after": sum(len(v) for _, v in left)}))
     finally:
         harness.close()
     return 0

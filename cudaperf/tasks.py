@@ -498,6 +498,20 @@ def stratified_order(tasks: Sequence[Task], seed: int = 0) -> list[Task]:
     return out
 
 
+def stratified_prefix(tasks: Sequence[Task], max_variants: int, seed: int = 0) -> list[Task]:
+    """The first whole tasks of `stratified_order` until they hold at least `max_variants`
+    variants (all tasks when it is 0): the sample dataset profiling covers, and the one
+    verification can be pointed at (`verify_dataset.py --sample`)."""
+    out: list[Task] = []
+    seen = 0
+    for t in stratified_order(tasks, seed):
+        if max_variants and seen >= max_variants:
+            break
+        seen += len(t.variants)
+        out.append(t)
+    return out
+
+
 def shard_tasks(tasks: Sequence[Task], shard: int, of: int) -> list[Task]:
     """Tasks of shard `shard` of `of`: every of-th task in task-id order (families interleave).
     Dataset verification and `cudaperf.prebuilt` cut the dataset the same way."""

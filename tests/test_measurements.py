@@ -1,6 +1,8 @@
 """Measurement table: schema round trip, shard merging, and the verified-dataset filter."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -225,6 +227,32 @@ def test_a_shard_is_verified_in_stratified_order_so_a_prefix_covers_every_family
     assert [rank[t.task_id] for t in strat] == sorted(rank[t.task_id] for t in strat)
     with pytest.raises(ValueError):
         V.shard_order(tasks, 0, 2, "random")
+
+
+def test_sample_file_joins_the_shard_files_and_the_sample_is_the_profiled_one(tmp_path):
+    import importlib.util
+
+    V = _verify_module()
+    t = dev_tasks()[0]
+    M.save_measurements([M.row_from_result(t, "naive", _res(t, "wrong"))], V.shard_path(tmp_path, "g", 2))
+    M.save_measurements([M.row_from_result(t, "naive", _res(t, "correct")),
+                         M.row_from_result(t, "fast", _res(t, "correct"))], V.sample_path(tmp_path, "g"))
+    M.save_measurements([M.row_from_result(t, "other", _res(t, "correct"))], V.shard_path(tmp_path, "g", 10))
+    table = V.existing_table(tmp_path, "g")
+    assert sorted(table["variant"]) == ["fast", "naive", "other"]
+    assert table.set_index("variant").loc["naive", "status"] == "correct", "the sample file is read last"
+    # --sample N verifies exactly the tasks benchmarks/profile_dataset.py --max-variants N profiles
+    spec = importlib.util.spec_from_file_location(
+        "profile_dataset", Path(__file__).resolve().parents[1] / "benchmarks" / "profile_dataset.py")
+    PD = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(PD)
+
+    tasks = _many_tasks(12)
+    for i, x in enumerate(tasks):
+        x.family = f"f{i % 3}"
+    sample = V.stratified_prefix(tasks, 10)
+    assert [x.task_id for x in sample] == list(dict.fromkeys(x.task_id for x, _ in PD.plan_items(tasks, max_variants=10)))
+    assert sum(len(x.variants) for x in sample) >= 10 and len({x.family for x in sample}) == 3
 
 
 def test_run_builds_the_table_and_resumes(tmp_path):
