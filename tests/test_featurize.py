@@ -382,7 +382,9 @@ def test_input_prefetcher_runs_ahead_waits_and_releases(tmp_path, monkeypatch):
         pf = PD.InputPrefetcher(tmp_path, pool, lambda t: t.tests[0], lookahead=2)
         pf.ahead(queue)
         pf.wait(queue[0])
+        assert all(Path(pf.where(t), "DONE").exists() for t in PD.tasks_of(queue[0]))
         pf.ahead(queue)  # nothing submitted twice
+        pf.wait(queue[1])
         ids = [t.task_id for sh in queue[:2] for t in PD.tasks_of(sh)]
         assert sorted(made) == sorted(ids) and len(queue) == 3
         assert len({pf.where(t) for t in tasks}) == len(tasks)
