@@ -174,15 +174,15 @@ def compare(out: np.ndarray, ref: np.ndarray, *, tol: dict, dtype: Any, native: 
     dt = np.dtype(dtype)
     out = np.asarray(out).reshape(-1)
     ref = np.asarray(ref).reshape(-1)
+    if native and dt.kind == "f" and out.size and out.size == ref.size:
+        fn = native_check()
+        got = _compare_native(fn, out, ref, dt, tol) if fn is not None else None
+        if got is not None:  # the poison count included: no numpy pass over the output at all
+            return got
     unwritten = count_poison(out, dt) if out.dtype == dt else 0
     if out.size != ref.size:
         return CheckOutcome(False, float("inf"), float("inf"), float("inf"), max(out.size, ref.size),
                             0, int(np.count_nonzero(np.isnan(out))) if out.dtype.kind == "f" else 0, unwritten)
-    if native and dt.kind == "f" and out.size:
-        fn = native_check()
-        got = _compare_native(fn, out, ref, dt, tol) if fn is not None else None
-        if got is not None:
-            return got
     n = out.size
     n_bad, first, max_abs, max_rel, ss_d, ss_r = 0, None, 0.0, 0.0, 0.0, 0.0
     if dt.kind != "f":
