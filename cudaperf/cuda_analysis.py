@@ -641,8 +641,12 @@ class _FunctionAnalyzer:
                                 "bytes": p.elem_bytes, "text": _txt(node)[:80]})
 
     def loaded(self, p: Ptr) -> V:
+        # A load from an address that is the same across a warp (coefficient 0, e.g. row_ptr[warp_id])
+        # gives every lane the same value: warp-uniform, so `base + lane` built on it is still unit-stride.
+        # (It was "not affine" before, and warp-per-row CSR kernels read as uncoalesced: the H200's
+        # sectors per request said the opposite.)
         o = p.offset
-        return V(Fraction(0) if not o.tdep and o.coef == 0 else None, o.tdep, None, False, p.fp, True)
+        return V(Fraction(0) if o.coef == 0 else None, o.tdep, None, False, p.fp, True)
 
     def count_op(self, op: str, v: V, w: float) -> None:
         if op in _ARITH:
@@ -752,9 +756,11 @@ class _FunctionAnalyzer:
                 return V(p.offset.coef, p.offset.tdep, None, False)
             return self.ev(arg, w)
         if t == "conditional_expression":
+            # Not a branch: both sides are evaluated here, and nvcc turns `c ? a : b` into a select
+            # (SEL / FSEL), which no warp diverges on. Counting it made every clamp and ReLU look
+            # divergent, where the H200's branch uniformity said 100 %.
             cond = n.child_by_field_name("condition")
             cv = self.ev(cond, w)
-            self.branch(cond, cv)
             a = self.ev(n.child_by_field_name("consequence"), w)
             b = self.ev(n.child_by_field_name("alternative"), w)
             r = _merge(a, b)

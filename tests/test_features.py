@@ -123,6 +123,20 @@ def test_real_ptxas_report_matches_kernels(tmp_path):
 # ------------------------------------------------------------------ dev tasks
 
 
+def test_warp_per_row_reads_through_a_warp_uniform_loaded_offset_are_coalesced():
+    """row_ptr[w] is the same for a warp's lanes, so `beg + lane` is unit-stride: the H200 counted
+    about one sector per 4-byte lane for these CSR/graph kernels, which used to read as irregular."""
+    body = ("int w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; int lane = threadIdx.x & 31;\n"
+            "int beg = rp[w], end = rp[w + 1]; float s = 0.0f;\n"
+            "for (int e = beg + lane; e < end; e += 32) s += val[e] * x[col[e]];\n"
+            "if (lane == 0) y[w] = s;")
+    f = static_features(wrap(body, params="int n, const int *rp, const int *col, const float *val, const float *x, float *y",
+                             launch="k<<<(n * 32 + 255) / 256, 256>>>(n, rp, col, val, x, y);"))
+    acc = {a["text"]: a["class"] for k in f.kernel_details.values() for a in k["accesses"]}
+    assert acc["val[e]"] == "unit" and acc["col[e]"] == "unit", acc
+    assert acc["x[col[e]]"] == "irregular" and acc["rp[w]"] == "uniform", acc
+
+
 def test_transpose_naive_stores_strided_tiled_stores_coalesced():
     tv = task_variants()["transpose_f32"]
     naive, tiled, cw = (static_features(tv[n]) for n in ("naive", "tiled_smem", "coalesced_write"))
@@ -183,8 +197,11 @@ def test_guards_are_not_divergence_but_thread_dependent_branches_are():
     assert static_features(wrap(uniform)).div == 0
     lane0 = "if (threadIdx.x == 0) y[blockIdx.x] = 1;"
     assert static_features(wrap(lane0)).div == 1
-    data = "int i = threadIdx.x; float v = x[i]; if (v > 0.0f) y[i] = v; y[i] = v > 1.0f ? 1.0f : v;"
+    data = "int i = threadIdx.x; float v = x[i]; if (v > 0.0f) y[i] = v; if (v > 1.0f) y[i] = 1.0f;"
     assert static_features(wrap(data)).div == 2
+    # a conditional expression is a select, not a branch (nvcc emits SEL/FSEL; the H200 agrees)
+    select = "int i = threadIdx.x; float v = x[i]; y[i] = v > 1.0f ? 1.0f : v;"
+    assert static_features(wrap(select)).div == 0
 
 
 def test_loop_weighting_of_atomics_syncs_and_launches():
