@@ -2,7 +2,7 @@
 
 What it does (one command, resumable across sessions):
 1. Orders every (task, variant) of the C->CUDA dataset in a *stratified order*: whole tasks,
-   families taking turns in proportion to their size (`stratified_order`), so every prefix of
+   families taking turns in proportion to their size (`cudaperf.tasks.stratified_order`), so every prefix of
    the order is a stratified sample over all families. Profiling walks that order until the
    time budget (--time-budget-s) or --max-variants is reached: a run that cannot cover the whole
    dataset leaves a stratified sample, and the metadata says how many variants of how many it
@@ -59,7 +59,7 @@ import pandas as pd  # noqa: E402
 from cudaperf.features import FEATURE_NAMES  # noqa: E402
 from cudaperf.profiled import (MARKER_SOURCE, METRICS, ncu_command, parse_ncu_csv,  # noqa: E402
                                profiled_features, split_by_marker)
-from cudaperf.tasks import Task, stratified_order, stratified_prefix, task_from_dict  # noqa: E402,F401
+from cudaperf.tasks import Task, stratified_prefix, task_from_dict  # noqa: E402
 
 PROF_COLUMNS = [f"prof_{n}" for n in FEATURE_NAMES] + [
     "prof_sectors_per_request", "prof_flops", "prof_dram_bytes", "prof_duration_ns"]

@@ -28,7 +28,6 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
-import random
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -38,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from cudaperf.features import DEFAULT_REGS, FEATURE_NAMES, phi_hat, static_features
-from cudaperf.tasks import Task
+from cudaperf.tasks import Task, shuffled_families
 
 FEATURES_DIR = Path("data/features")
 STATIC_NAME = "static_c2cuda"
@@ -181,14 +180,7 @@ def stratified_tasks(tasks: Sequence[Task], n: int, seed: int = 0) -> list[Task]
     """
     if n <= 0 or n >= len(tasks):
         return list(tasks)
-    rng = random.Random(seed)
-    by_fam: dict[str, list[Task]] = {}
-    for t in tasks:
-        by_fam.setdefault(t.family, []).append(t)
-    fams = sorted(by_fam)
-    rng.shuffle(fams)
-    for f in fams:
-        rng.shuffle(by_fam[f])
+    fams, by_fam = shuffled_families(tasks, seed)
     out: list[Task] = []
     depth = 0
     while len(out) < n:

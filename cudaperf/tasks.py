@@ -463,6 +463,21 @@ def find_task(ref: str | Path, search: Iterable[str | Path] = ()) -> Task:
     raise TaskError(f"no task {str(ref)!r} in {[str(s) for s in search]}")
 
 
+def shuffled_families(tasks: Sequence[Task], seed: int = 0) -> tuple[list[str], dict[str, list[Task]]]:
+    """(families in a seeded order, {family: its tasks in a seeded shuffle}): the starting point of
+    every family-stratified slice (`stratified_order`, `cudaperf.featurize.stratified_tasks`).
+    One generator, the family order drawn first, so each caller's order stays as it was."""
+    rng = random.Random(seed)
+    by_fam: dict[str, list[Task]] = {}
+    for t in tasks:
+        by_fam.setdefault(t.family, []).append(t)
+    fams = sorted(by_fam)
+    rng.shuffle(fams)
+    for f in fams:
+        rng.shuffle(by_fam[f])
+    return fams, by_fam
+
+
 def stratified_order(tasks: Sequence[Task], seed: int = 0) -> list[Task]:
     """All tasks, ordered so that every prefix is a proportional stratified sample by family.
 
@@ -472,16 +487,9 @@ def stratified_order(tasks: Sequence[Task], seed: int = 0) -> list[Task]:
     The next task always comes from the family whose share of its own variants taken so far is
     smallest (ties: a seeded family order); within a family tasks come in a seeded shuffle.
     """
-    rng = random.Random(seed)
-    by_fam: dict[str, list[Task]] = {}
-    for t in tasks:
-        by_fam.setdefault(t.family, []).append(t)
-    fams = sorted(by_fam)
-    rng.shuffle(fams)
+    fams, by_fam = shuffled_families(tasks, seed)
     rank = {f: i for i, f in enumerate(fams)}
     total = {f: sum(len(t.variants) for t in ts) or 1 for f, ts in by_fam.items()}
-    for f in fams:
-        rng.shuffle(by_fam[f])
     heap = [(0.0, rank[f], f) for f in fams]
     heapq.heapify(heap)
     taken = {f: 0 for f in fams}

@@ -18,7 +18,7 @@ from cudaperf.devtasks import dev_tasks
 from cudaperf.features import FEATURE_NAMES, phi_hat, static_features
 from cudaperf.occupancy import occupancy
 from cudaperf.profiled import MARKER_KERNEL
-from cudaperf.tasks import Task, Variant
+from cudaperf.tasks import Task, Variant, stratified_order
 
 ROOT = Path(__file__).resolve().parents[1]
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
@@ -156,11 +156,11 @@ def test_committed_static_table_covers_the_dataset():
 
 def test_stratified_order_prefixes_are_proportional():
     tasks = _fake_tasks({"big": 60, "mid": 30, "small": 10})
-    order = PD.stratified_order(tasks, seed=3)
+    order = stratified_order(tasks, seed=3)
     assert sorted(t.task_id for t in order) == sorted(t.task_id for t in tasks)
     first = pd.Series([t.family for t in order[:20]]).value_counts()
     assert dict(first) == {"big": 12, "mid": 6, "small": 2}
-    assert [t.task_id for t in order] == [t.task_id for t in PD.stratified_order(tasks, seed=3)]
+    assert [t.task_id for t in order] == [t.task_id for t in stratified_order(tasks, seed=3)]
 
 
 def test_plan_skips_done_and_keeps_the_same_capped_sample():
