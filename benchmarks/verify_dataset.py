@@ -5,9 +5,10 @@
     python benchmarks/verify_dataset.py --shard 3 --of 8 --max-seconds 540
 
 Each run: picks its shard's tasks (round-robin over task ids sorted, so every shard mixes all
-families), skips (task, variant) pairs already present in ANY existing
-``data/measurements/c2cuda_<gpu-slug>_shard*.parquet`` (resume; ``--retry-failed`` re-runs
-pairs whose stored row is not correct), then streams the shard's tasks, in the dataset's
+families; ``--sample N`` instead: the tasks benchmarks/profile_dataset.py --max-variants N
+profiles, written to ``c2cuda_<gpu-slug>_sample.parquet``), skips (task, variant) pairs already
+present in ANY existing ``data/measurements/c2cuda_<gpu-slug>_{shard*,sample}.parquet``
+(resume; ``--retry-failed`` re-runs pairs whose stored row is not correct), then streams the shard's tasks, in the dataset's
 stratified order, through ONE `Harness.evaluate_groups` call (`run_stream`: the variants of a
 task share one runner and one timed region, `cudaperf.variantgroup`; a group starts whenever a
 runner slot frees; `Harness.prepare` -- naive build, references -- runs a block of tasks ahead),
@@ -60,12 +61,10 @@ def sample_path(out_dir: str | Path, slug: str) -> Path:
 def existing_table(out_dir: str | Path, slug: str) -> pd.DataFrame:
     """All rows of this GPU's measurement files: shard files in shard order, then the sample file
     (later files win on a repeated pair)."""
-    def order(p: Path) -> tuple[int, int, str]:
-        tail = p.stem.rsplit("shard", 1)[-1]
-        return (0, int(tail), "") if "_shard" in p.stem and tail.isdigit() else (1, 0, p.name)
-
-    files = sorted([*Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"), sample_path(out_dir, slug)], key=order)
-    return M.merge([f for f in files if f.exists()])
+    files = sorted(Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"),
+                   key=lambda p: int(p.stem.rsplit("shard", 1)[1]) if p.stem.rsplit("shard", 1)[1].isdigit() else -1)
+    sample = sample_path(out_dir, slug)
+    return M.merge(files + [sample] if sample.exists() else files)
 
 
 def shard_order(tasks: Sequence[Task], shard: int, of: int, order: str = "stratified") -> list[Task]:
@@ -134,7 +133,8 @@ def run_stream(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
 
     Why: in chunks, every chunk waited for its slowest group with runner slots idle, and the next
     chunk's first groups waited again; on the H200 a 42-group chunk took 88-107 s where 42 groups
-    of about 20 s each (median stage times) on 12 slots need about 70 s. Here the harness starts the next group whenever a slot frees.
+    of about 20 s each (median stage times) on 12 slots need about 70 s. Here the harness starts
+    the next group whenever a slot frees.
 
     * `Harness.prepare` (naive build, references) runs for blocks of `prepare_tasks` tasks on one
       background thread, one block ahead of the groups being started; a task whose preparation
