@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 # How far a candidate got. Ordered: later means more of the pipeline ran.
 STATUSES = (
@@ -65,3 +65,9 @@ class EvalResult:
         """True when a speed reward may be paid: correct, timed, and not flagged as a hack."""
         return bool(self.correct) and self.speedup is not None and not any(
             f.startswith("hack:") for f in self.flags)
+
+
+def correctness_unjudged(results: Iterable[EvalResult]) -> bool:
+    """Whether a compiled result was never checked (``correct`` None: no GPU ran it); a correct
+    rate over such results would be a guess, so callers report none."""
+    return any(r.compiled and r.correct is None for r in results)

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from cudaperf.config import HarnessConfig, RewardConfig
-from cudaperf.result import EvalResult
+from cudaperf.result import EvalResult, correctness_unjudged
 from cudaperf.tasks import Task
 
 
@@ -137,7 +137,7 @@ class VerifiableReward(_HarnessReward):
             for k in ("r_comp", "r_corr", "r_speed", "r_cv"):
                 log_metric(f"reward/{k}", sum(c[k] for c in comps) / len(comps))
             log_metric("harness/compile_rate", sum(r.compiled for r in results) / len(results))
-            if not any(r.compiled and r.correct is None for r in results):  # judged (a GPU ran them)
+            if not correctness_unjudged(results):
                 log_metric("harness/correct_rate", sum(bool(r.correct) for r in results) / len(results))
         return [c["r_ver"] for c in comps]
 

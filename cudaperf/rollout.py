@@ -43,7 +43,7 @@ from typing import Any, Sequence
 
 from cudaperf import prompts as P
 from cudaperf.config import RewardConfig
-from cudaperf.result import EvalResult
+from cudaperf.result import EvalResult, correctness_unjudged
 from cudaperf.rewards import extract_code, reward_components
 from cudaperf.tasks import Task
 
@@ -318,8 +318,7 @@ class MultiTurnRollout:
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
         ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
         # NaN, not 0, when a compiled attempt was never judged (no GPU): the rate is unknown.
-        judged = not any(r.compiled and r.correct is None for r in res)
-        st.correct_rate = sum(ok) / max(1, len(res)) if judged else float("nan")
+        st.correct_rate = float("nan") if correctness_unjudged(res) else sum(ok) / max(1, len(res))
         st.speedups = [float(r.speedup) for r, k in zip(res, ok) if k and r.speedup]
         chains = [c for c in chains if c.rows]
         st.chains = len(chains)

@@ -223,7 +223,7 @@ def private_dir(where: str = "") -> Path:
     base.mkdir(mode=0o700, parents=True, exist_ok=True)
     st = base.stat()
     if st.st_uid != os.geteuid() or st.st_mode & 0o022:
-        raise RuntimeError(f"{base} is not a private directory of this user: refusing to run a launcher from it")
+        raise RuntimeError(f"{base} is not a private directory of this user: refusing to build or load trusted binaries in it")
     return base
 
 
