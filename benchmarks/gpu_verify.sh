@@ -18,15 +18,22 @@ cp data/measurements/c2cuda_*.parquet "$OUT"/ 2>/dev/null || true
 df -h /dev/shm /tmp | tail -2; free -g | head -2
 OF=${OF:-4}
 END=$(( SECONDS + ${BUDGET_S:-520} ))
+# verify NAME ARCHIVE ARGS...: one verify_dataset.py run with the time left, logs named NAME,
+# libraries from ARCHIVE when it was carried. SIGABRT at the hard limit makes faulthandler print
+# every thread's stack: a hang explains itself.
+verify() {
+  local name=$1 archive=$2; shift 2
+  local left=$(( END - SECONDS )) pre=()
+  [ -f "$archive" ] && pre=(--prebuilt "$archive")
+  timeout -s ABRT $(( left + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py "$@" \
+    --out-dir "$OUT" --max-seconds "$left" --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" \
+    ${pre[@]+"${pre[@]}"} --sample-stacks "$OUT/stacks_$name.txt" > "$OUT/verify_$name.log" 2>&1
+  echo "== $name"; grep -v "it/s\]" "$OUT/verify_$name.log" | tail -14 | cut -c1-700
+}
 if [ -n "${SAMPLE:-}" ]; then
   # The profiled sample (profile_dataset.py --max-variants $SAMPLE): its tasks from every shard,
   # libraries from the archive built for profiling (same nvcc, same flags).
-  PRE=(); [ -f ".prebuilt/profile_sample${SAMPLE}.tar.gz" ] && PRE=(--prebuilt ".prebuilt/profile_sample${SAMPLE}.tar.gz")
-  LEFT=$(( END - SECONDS ))
-  timeout -s ABRT $(( LEFT + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py --sample "$SAMPLE" \
-    --out-dir "$OUT" --max-seconds "$LEFT" --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" \
-    ${PRE[@]+"${PRE[@]}"} --sample-stacks "$OUT/stacks_sample.txt" > "$OUT/verify_sample.log" 2>&1
-  echo "== sample $SAMPLE"; grep -v "it/s\]" "$OUT/verify_sample.log" | tail -14 | cut -c1-700
+  verify sample ".prebuilt/profile_sample${SAMPLE}.tar.gz" --sample "$SAMPLE"
   exit 0
 fi
 for K in ${SHARDS:-${SHARD:-0}}; do
@@ -34,13 +41,5 @@ for K in ${SHARDS:-${SHARD:-0}}; do
   # A shard's first groups start before any has finished (nothing to estimate from yet): start a
   # shard only when that much is left, or the hard limit kills them and their work is lost.
   if [ "$LEFT" -lt "${MIN_SHARD_S:-240}" ]; then echo "gpu_verify.sh: ${LEFT}s left, not starting shard $K"; break; fi
-  PREBUILT=.prebuilt/c2cuda_shard${K}of${OF}.tar.gz
-  PRE=(); [ -f "$PREBUILT" ] && PRE=(--prebuilt "$PREBUILT")
-  # SIGABRT at the hard limit makes faulthandler print every thread's stack: a hang explains itself.
-  timeout -s ABRT $(( LEFT + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py \
-    --shard "$K" --of "$OF" --out-dir "$OUT" --max-seconds "$LEFT" \
-    --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" ${PRE[@]+"${PRE[@]}"} \
-    --sample-stacks "$OUT/stacks_shard$K.txt" \
-    > "$OUT/verify_shard$K.log" 2>&1
-  echo "== shard $K"; grep -v "it/s\]" "$OUT/verify_shard$K.log" | tail -14 | cut -c1-700
+  verify "shard$K" ".prebuilt/c2cuda_shard${K}of${OF}.tar.gz" --shard "$K" --of "$OF"
 done
