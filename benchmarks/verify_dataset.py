@@ -28,6 +28,7 @@ import argparse
 import collections
 import contextlib
 import json
+import os
 import shlex
 import sys
 import threading
@@ -41,6 +42,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
+from cudaperf.harness import INTERNAL_ERROR  # noqa: E402
 from cudaperf.tasks import (Task, load_tasks, shard_tasks, stratified_order,  # noqa: E402,F401 (tests use them from here)
                             stratified_prefix)
 from cudaperf.stacksample import StackSampler  # noqa: E402
@@ -84,9 +86,20 @@ def shard_order(tasks: Sequence[Task], shard: int, of: int, order: str = "strati
     return sorted(mine, key=lambda t: rank[t.task_id])
 
 
+def open_fds() -> int:
+    """Descriptors this process holds (logged with progress, so a leak shows as growth)."""
+    try:
+        return len(os.listdir("/proc/self/fd"))
+    except OSError:
+        return -1
+
+
 def done_pairs(table: pd.DataFrame, retry_failed: bool = False) -> set[tuple[str, str]]:
     if not len(table):
         return set()
+    # A harness error is not a verdict on the variant: such pairs are always measured again.
+    msg = table["message"].fillna("").astype(str) if "message" in table else pd.Series("", index=table.index)
+    table = table[~msg.str.startswith(INTERNAL_ERROR)]
     if retry_failed:
         table = table[(table["status"] == "correct") & table["correct"].fillna(False).astype(bool)]
     return set(zip(table["task_id"], table["variant"]))
@@ -171,7 +184,7 @@ def run_stream(harness: Any, work: list[tuple[Task, list[str]]], shard_file: Pat
             M.save_measurements(state["table"], shard_file, metadata=metadata)
         el = clock() - start
         log(f"{state['done']} variants, {state['correct']} correct, {el:.0f}s "
-            f"({state['done'] / max(el, 1e-9) * 60:.0f}/min) -> {shard_file}")
+            f"({state['done'] / max(el, 1e-9) * 60:.0f}/min, {open_fds()} open files) -> {shard_file}")
         state["saved_at"] = clock()
 
     def gate(i: int) -> bool:

@@ -264,12 +264,15 @@ class Runner:
         except (BrokenPipeError, OSError):
             raise RunnerDied("exited", self._exit_detail()) from None
         deadline = time.monotonic() + timeout
+        # poll, not select: select() refuses descriptors >= 1024, which a verification run
+        # with dozens of workers, pipes and prefetched inputs reaches (H200, session 6).
+        poller = select.poll()
+        poller.register(self._rep, select.POLLIN | select.POLLHUP | select.POLLERR)
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise RunnerDied("timeout", f"no reply to {line.split()[0]!r} within {timeout:.0f} s")
-            ready, _, _ = select.select([self._rep], [], [], min(left, 0.05))
-            if not ready:
+            if not poller.poll(min(left, 0.05) * 1000):
                 if self.proc.poll() is not None:
                     raise RunnerDied("exited", self._exit_detail())
                 rss = self._rss()

@@ -867,12 +867,15 @@ class Harness:
         shutil.rmtree(self.scratch_base, ignore_errors=True)
 
 
+INTERNAL_ERROR = "internal harness error"
+
+
 def internal_error(res: EvalResult, e: BaseException) -> None:
     """A harness bug still gives the candidate its record; what was established (compiled,
     compile log, flags) stays in it."""
     res.status = "crashed"
     res.correct = False
-    res.message = f"internal harness error: {type(e).__name__}: {e}"
+    res.message = f"{INTERNAL_ERROR}: {type(e).__name__}: {e}"
     res.failures.append({"stage": "harness", "reason": "internal_error",
                          "detail": traceback.format_exc()[-2000:]})
 

@@ -372,3 +372,15 @@ def test_verify_script_failure_rows_and_stage_medians():
     for i, row in enumerate(timed):
         row["timings"] = json.dumps({"check": float(i), "time": 2.0})
     assert vd.stage_seconds(M.to_table(timed)) == {"check": 1.0, "time": 2.0}
+
+
+def test_done_pairs_always_retries_harness_errors():
+    """A row the harness could not judge (its own error) is pending again even without --retry-failed;
+    a real verdict (wrong, crashed by the candidate) is kept."""
+    V = _verify_module()
+    t = pd.DataFrame({"task_id": ["a", "a", "b"], "variant": ["naive", "tiled", "naive"],
+                      "status": ["crashed", "wrong", "crashed"], "correct": [False, False, False],
+                      "message": ["internal harness error: ValueError: filedescriptor out of range in select()",
+                                  "max abs err 1.0", "runner exited with signal 11"]})
+    assert V.done_pairs(t) == {("a", "tiled"), ("b", "naive")}
+    assert V.done_pairs(t, retry_failed=True) == set()
