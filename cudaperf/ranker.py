@@ -34,9 +34,11 @@ z-score) and ``scale_method`` says so.
 from __future__ import annotations
 
 import argparse
+import glob
 import json
 import math
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -53,7 +55,8 @@ GAP_BINS = [1.0, 1.25, 1.5, 2.0, 4.0, np.inf]
 MODEL_DIR = Path("data/ranker")
 MEASUREMENTS_DIR = Path("data/measurements")
 FEATURES_PATH = Path("data/features/static_c2cuda.parquet")  # cudaperf.featurize's table
-PROFILED_PATH = Path("data/features/profiled_c2cuda.parquet")
+# profile_dataset.py writes one table per GPU model (profiled_c2cuda_<gpu>.parquet); a pattern.
+PROFILED_PATH = "data/features/profiled_c2cuda_*.parquet"
 PROF_PREFIX = "prof_"
 
 # Untrained baseline on static phî (why each sign): coalesced access and occupancy hide memory
@@ -91,13 +94,25 @@ def load_measurements(path: str | Path = MEASUREMENTS_DIR) -> pd.DataFrame:
     return _m.merge(files)
 
 
+def table_files(path: str | Path) -> list[Path]:
+    """Parquet files named by `path`: a file, every parquet under a directory, or a glob pattern
+    (sorted; empty when none exist)."""
+    s = str(path)
+    if any(c in s for c in "*?["):
+        return sorted(Path(p) for p in glob.glob(s) if Path(p).is_file())
+    p = Path(s)
+    files = sorted(p.rglob("*.parquet")) if p.is_dir() else [p]
+    return [f for f in files if f.is_file()]
+
+
 def _read_tables(path: str | Path, what: str) -> pd.DataFrame:
-    path = Path(path)
-    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
-    files = [f for f in files if f.exists()]
+    files = table_files(path)
     if not files:
         raise FileNotFoundError(f"no {what} parquet files at {path}")
-    return pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    df = pd.concat([pd.read_parquet(f) for f in files], ignore_index=True)
+    # Several tables (GPU models, reruns) may hold the same variant: the later file wins.
+    key = [c for c in ("task_id", "variant") if c in df]
+    return df.drop_duplicates(key, keep="last").reset_index(drop=True) if len(key) == 2 else df
 
 
 def has_measurements(path: str | Path = MEASUREMENTS_DIR) -> bool:
@@ -172,9 +187,11 @@ def phi_frame(features: pd.DataFrame) -> pd.DataFrame:
         nv = naive.get(r["task_id"])
         row = {"task_id": r["task_id"], "variant": r["variant"]}
         row.update(zip(static_columns(), phi_hat(_feat_dict(r, ""), _feat_dict(nv, ""))))
-        if prof:
-            row.update(zip(profiled_columns(),
-                           phi_hat(_feat_dict(r, PROF_PREFIX), _feat_dict(nv, PROF_PREFIX))))
+        pf = _feat_dict(r, PROF_PREFIX) if prof else None
+        if pf is not None and all(v is None for v in pf.values()):
+            row.update(dict.fromkeys(profiled_columns(), np.nan))  # not profiled: unknown, not 0
+        elif prof:
+            row.update(zip(profiled_columns(), phi_hat(pf, _feat_dict(nv, PROF_PREFIX))))
         rows.append(row)
     cols = ["task_id", "variant", *static_columns(), *(profiled_columns() if prof else [])]
     return pd.DataFrame(rows, columns=cols)
@@ -293,7 +310,7 @@ class LinearRanker:
     kind: str = "linear"
 
     def score(self, X: np.ndarray) -> np.ndarray:
-        return ((np.asarray(X, float) - self.mean) / self.std) @ self.w
+        return np.nan_to_num((np.asarray(X, float) - self.mean) / self.std) @ self.w  # NaN: the mean
 
     def weights(self) -> pd.Series:
         """Weights per feature in standardised units (comparable across features)."""
@@ -334,10 +351,14 @@ def train_linear(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequence[str
     if tr.empty:
         raise ValueError("no training pairs")
     tr_items = np.unique(tr[["pos", "neg"]].to_numpy())
-    mean = X[tr_items].mean(0)
-    std = X[tr_items].std(0)
+    # A variant without profiled features has NaN there: it takes the training mean (z = 0), so
+    # the feature neither helps nor hurts its pairs. LightGBM routes NaN itself.
+    with warnings.catch_warnings():  # an all-NaN column (nothing profiled) has mean 0, std 1
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nan_to_num(np.nanmean(X[tr_items], 0))
+        std = np.nan_to_num(np.nanstd(X[tr_items], 0))
     std = np.where(std > 1e-12, std, 1.0)
-    Z = (X - mean) / std
+    Z = np.nan_to_num((X - mean) / std)
     D_tr = Z[tr["pos"].to_numpy()] - Z[tr["neg"].to_numpy()]
     D_va = Z[va["pos"].to_numpy()] - Z[va["neg"].to_numpy()]
     rng = np.random.default_rng(seed)
@@ -560,6 +581,11 @@ def hand_scores(items: pd.DataFrame) -> np.ndarray:
     return _Xy(items, [f"x_{n}" for n in HAND_WEIGHTS]) @ np.array(list(HAND_WEIGHTS.values()))
 
 
+def single_scores(items: pd.DataFrame, column: str, sign: float) -> np.ndarray:
+    """One feature as a score; a missing value (variant not profiled) ties with every other."""
+    return np.nan_to_num(sign * items[column].to_numpy(float))
+
+
 def single_feature_signs(items: pd.DataFrame, pairs: pd.DataFrame,
                          columns: Sequence[str]) -> dict[str, float]:
     """+1 or -1 per column: the sign whose train pairwise accuracy is higher."""
@@ -575,7 +601,7 @@ def baseline_scores(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequence[
     out: dict[str, Any] = {"random": [rng.random(len(items)) for _ in range(random_draws)],
                            "hand_weighted": hand_scores(items)}
     for c, sgn in single_feature_signs(items, pairs, columns).items():
-        out[f"single:{c[2:]}{'+' if sgn > 0 else '-'}"] = sgn * items[c].to_numpy(float)
+        out[f"single:{c[2:]}{'+' if sgn > 0 else '-'}"] = single_scores(items, c, sgn)
     return out
 
 
@@ -674,6 +700,73 @@ def run_experiment(items: pd.DataFrame, pairs: pd.DataFrame, *, seed: int = 0,
     return Report(pd.DataFrame(rows), models, scores)
 
 
+LEARNED = ("linear", "lgbm_pairwise", "lambdarank")
+
+
+@dataclass
+class CVReport:
+    metrics: pd.DataFrame  # one row per (feature_set, model), over every pair, out of fold
+    scores: dict[str, np.ndarray]  # "<model>_<feature_set>" -> out-of-fold scores of all items
+    folds: list[list[str]]  # the families held out in each fold
+
+
+def family_folds(families: Iterable[str], k: int, seed: int = 0) -> list[list[str]]:
+    """The families shuffled (seeded) and dealt into k folds of near-equal size."""
+    fams = np.array(sorted(set(families)), dtype=object)
+    np.random.default_rng(seed).shuffle(fams)
+    return [sorted(f.tolist()) for f in np.array_split(fams, min(k, len(fams))) if len(f)]
+
+
+def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed: int = 0,
+                   val_share: float = 1 / 6, lgbm_rounds: int = 400) -> CVReport:
+    """Family-grouped k-fold cross-validation: every family is held out once.
+
+    The fixed train / val / test split holds out a handful of families, so its test accuracy
+    rests on a few dozen pairs of a few programs. Here each fold's held-out families are scored
+    by rankers trained on the other families (a seeded `val_share` of those for early
+    stopping), and every item gets an out-of-fold score; the metrics are then computed once over
+    all pairs, as `evaluate_scores` computes them on a test split. Baselines take the same
+    route: a single feature's sign is chosen on its fold's training pairs, the hand-weighted sum
+    is fixed, random is the mean of seeded draws."""
+    folds = family_folds(items["family"], k, seed)
+    if len(folds) < 2:
+        raise ValueError(f"cross-validation needs at least 2 families; the data has {len(folds)}")
+    fam = items["family"].to_numpy()
+    pos_fam = fam[pairs["pos"].to_numpy()]
+    rng = np.random.default_rng(seed)
+    oof: dict[str, dict[str, np.ndarray]] = {}  # feature set -> model -> out-of-fold scores
+    random_draws = [rng.random(len(items)) for _ in range(20)]
+    for fs, cols in feature_sets(items).items():
+        for i, held in enumerate(folds):
+            rest = [f for f in sorted(set(fam)) if f not in set(held)]
+            n_val = max(1, round(len(rest) * val_share))
+            val = list(np.random.default_rng(seed + 1 + i).permutation(rest)[:n_val])
+
+            def split_of(f: np.ndarray) -> np.ndarray:
+                return np.where(np.isin(f, held), "test", np.where(np.isin(f, val), "val", "train"))
+
+            it, pr = items.assign(split=split_of(fam)), pairs.assign(split=split_of(pos_fam))
+            fold = {"linear": score_items(train_linear(it, pr, cols, seed=seed), it),
+                    "lgbm_pairwise": score_items(train_lgbm(it, pr, cols, rounds=lgbm_rounds, seed=seed), it),
+                    "lambdarank": score_items(train_lambdarank(it, cols, rounds=lgbm_rounds, seed=seed), it),
+                    "hand_weighted": hand_scores(it)}
+            for c, sgn in single_feature_signs(it, pr, cols).items():
+                fold[f"single:{c[2:]}"] = single_scores(it, c, sgn)
+            mask = np.isin(fam, held)
+            for name, sc in fold.items():
+                oof.setdefault(fs, {}).setdefault(name, np.full(len(items), np.nan))[mask] = sc[mask]
+    everything, all_pairs = items.assign(split="test"), pairs.assign(split="test")
+    rows = []
+    for fs, models in oof.items():
+        for name, sc in models.items():
+            rows.append({"feature_set": fs, "model": name,
+                         **evaluate_scores(everything, all_pairs, sc, "test"), "learned": name in LEARNED})
+        ms = pd.DataFrame([evaluate_scores(everything, all_pairs, d, "test") for d in random_draws]).mean()
+        rows.append({"feature_set": fs, "model": "random", **ms.to_dict(), "learned": False})
+    scores = {f"{name}_{fs}": sc for fs, models in oof.items() for name, sc in models.items()}
+    return CVReport(pd.DataFrame(rows), scores, folds)
+
+
 def target_check(metrics: pd.DataFrame, target: float = 0.85) -> pd.DataFrame:
     """Per feature set: best learned vs best single-feature accuracy on test pairs >= 1.25x."""
     col = f"pair_acc_ge{BIG_GAP}"
@@ -766,14 +859,16 @@ def load_dataset(measurements: str | Path = MEASUREMENTS_DIR,
         from cudaperf.tasks import load_tasks
 
         task_list = load_tasks(tasks)
-    if features is not None and Path(features).exists():
+    if features is not None and table_files(features):
         feats = _read_tables(features, "features")
     elif task_list is not None:
         feats = static_feature_table(task_list)
     else:
         raise FileNotFoundError(f"no features table at {features} and no task file at {tasks}")
-    if profiled is not None and Path(profiled).exists():
+    if profiled is not None and table_files(profiled):
         prof = _read_tables(profiled, "profiled features")
+        if "status" in prof:  # a failed profile has no features
+            prof = prof[prof["status"] == "ok"]
         ren = {n: PROF_PREFIX + n for n in FEATURE_NAMES if n in prof and PROF_PREFIX + n not in prof}
         prof = prof.rename(columns=ren)[["task_id", "variant", *(PROF_PREFIX + n for n in FEATURE_NAMES)]]
         feats = feats.drop(columns=[c for c in prof if c.startswith(PROF_PREFIX) and c in feats])
@@ -810,8 +905,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--k", type=float, default=DEFAULT_K)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--cv-folds", type=int, default=6,
+                    help="train: also cross-validate over families in this many folds (0: off)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(argv) if argv is not None else None)
+    cv = None
     if not has_measurements(a.measurements):
         print(f"cudaperf ranker: no measurements at {a.measurements} (they are produced on a GPU "
               "by timing every dataset variant); nothing to train or evaluate.", file=sys.stderr)
@@ -835,10 +933,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         (mdir / "metrics.json").write_text(json.dumps(
             {"margin": a.margin, "k": a.k, "seed": a.seed, "n_items": len(items),
              "n_pairs": len(pairs), "metrics": _metrics_records(metrics)}, indent=1))
+        if a.cv_folds > 1:
+            cv = cross_validate(items, pairs, k=a.cv_folds, seed=a.seed)
+            (mdir / "cv_metrics.json").write_text(json.dumps(
+                {"folds": cv.folds, "margin": a.margin, "k": a.k, "seed": a.seed, "n_items": len(items),
+                 "n_pairs": len(pairs), "metrics": _metrics_records(cv.metrics)}, indent=1))
     else:
         rows = []
         for f in sorted(mdir.glob("*.json")) + sorted(mdir.glob("*.txt")):
-            if f.name == "metrics.json" or f.name.endswith(".meta.json"):
+            if f.name in ("metrics.json", "cv_metrics.json") or f.name.endswith(".meta.json"):
                 continue
             m = load(f)
             missing = [c for c in m.columns if c not in items]
@@ -855,12 +958,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 2
         metrics = pd.DataFrame(rows)
     if a.json:
-        print(json.dumps({"n_items": len(items), "n_pairs": len(pairs),
-                          "metrics": _metrics_records(metrics)}, indent=1))
+        print(json.dumps({"n_items": len(items), "n_pairs": len(pairs), "metrics": _metrics_records(metrics),
+                          **({"cv_metrics": _metrics_records(cv.metrics)} if cv is not None else {})}, indent=1))
     else:
         print(f"{len(items)} timed variants, {len(pairs)} pairs "
               f"(margin {a.margin}, k {a.k})")
         print(metrics[metrics["split"] == "test"].to_string(index=False, float_format="%.3f"))
+        if cv is not None:
+            print(f"\nfamily-grouped {len(cv.folds)}-fold cross-validation (every pair held out once):")
+            print(cv.metrics.to_string(index=False, float_format="%.3f"))
     return 0
 
 
