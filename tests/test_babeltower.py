@@ -179,3 +179,26 @@ def test_nothing_is_written(tmp_path):
     before = sorted(tmp_path.iterdir())
     tasks = B.load_babeltower(p)
     assert len(tasks) == 1 and sorted(tmp_path.iterdir()) == before
+
+
+@needs_sample
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc not installed")
+def test_babeltower_eval_report_counts_and_copies_no_data(tmp_path):
+    """benchmarks/babeltower_eval.py on the first three cases, CPU part only: counts, reasons, and
+    nothing of the cases' code or values in the report."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("babeltower_eval", ROOT / "benchmarks/babeltower_eval.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    lines = SAMPLE.read_text().splitlines()[:3]
+    src = tmp_path / "three.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    assert mod.main(["--data", str(src), "--out", str(tmp_path / "out"), "--no-gpu"]) == 0
+    rep = json.loads((tmp_path / "out" / "babeltower_cpu.json").read_text())
+    assert rep["cases"] == 3 and rep["converted"] == 2 and [r["index"] for r in rep["rejected"]] == [0]
+    assert rep["reference_agrees"] == 2 and rep["kernel"] is None
+    text = json.dumps(rep)
+    for rec in map(json.loads, lines):
+        assert rec["cuda_code"][:80] not in text and rec["cpp_code"][:80] not in text
+    assert mod.main(["--data", str(tmp_path / "missing.jsonl"), "--out", str(tmp_path)]) == 2
