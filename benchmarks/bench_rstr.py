@@ -58,10 +58,7 @@ def synthetic_models() -> dict[str, object]:
 
 def saved_models() -> dict[str, object]:
     out = {}
-    d = ROOT / ranker.MODEL_DIR
-    for f in sorted(d.glob("*.json")) + sorted(d.glob("*.txt")) if d.is_dir() else []:
-        if f.name == "metrics.json" or f.name.endswith(".meta.json"):
-            continue
+    for f in ranker.model_files(ROOT / ranker.MODEL_DIR):
         m = ranker.load(f)
         if all(c in ranker.static_columns() for c in m.columns):  # R_str is static-only
             out[f"saved {f.name}"] = m

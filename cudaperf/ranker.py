@@ -834,6 +834,16 @@ def load(path: str | Path) -> LinearRanker | GBMRanker:
                      meta.get("scale", {}), meta.get("history", []))
 
 
+def model_files(directory: str | Path) -> list[Path]:
+    """The saved rankers of a models directory (what `save` wrote; not the metrics files or
+    sidecars), in name order; empty when the directory does not exist."""
+    d = Path(directory)
+    if not d.is_dir():
+        return []
+    files = sorted(d.glob("*.json")) + sorted(d.glob("*.txt"))
+    return [f for f in files if not f.name.endswith((".meta.json", "metrics.json"))]
+
+
 def model_filename(key: str) -> str:
     return f"{key}.json" if key.startswith("linear_") else f"{key}.txt"
 
@@ -940,9 +950,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                  "n_pairs": len(pairs), "metrics": _metrics_records(cv.metrics)}, indent=1))
     else:
         rows = []
-        for f in sorted(mdir.glob("*.json")) + sorted(mdir.glob("*.txt")):
-            if f.name in ("metrics.json", "cv_metrics.json") or f.name.endswith(".meta.json"):
-                continue
+        for f in model_files(mdir):
             m = load(f)
             missing = [c for c in m.columns if c not in items]
             if missing:

@@ -423,3 +423,15 @@ def test_unprofiled_variants_have_missing_profiled_features_and_finite_scores(da
     assert np.isfinite(m.mean).all() and np.isfinite(ranker.score_items(m, it)).all()
     base = ranker.baseline_scores(it, pairs, cols)
     assert all(np.isfinite(v).all() for k, v in base.items() if k != "random")
+
+
+def test_model_files_lists_rankers_not_metrics(tmp_path, data):
+    items, pairs = data
+    cols = ranker.static_columns()
+    ranker.save(ranker.train_linear(items, pairs, cols), tmp_path / "linear_static.json")
+    ranker.save(ranker.train_lgbm(items, pairs, cols, rounds=20), tmp_path / "lgbm_pairwise_static.txt")
+    for name in ("metrics.json", "cv_metrics.json"):
+        (tmp_path / name).write_text("{}")
+    assert [f.name for f in ranker.model_files(tmp_path)] == ["linear_static.json", "lgbm_pairwise_static.txt"]
+    assert all(ranker.load(f) is not None for f in ranker.model_files(tmp_path))
+    assert ranker.model_files(tmp_path / "none") == []
