@@ -718,7 +718,8 @@ def family_folds(families: Iterable[str], k: int, seed: int = 0) -> list[list[st
 
 
 def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed: int = 0,
-                   val_share: float = 1 / 6, lgbm_rounds: int = 400) -> CVReport:
+                   val_share: float = 1 / 6, lgbm_rounds: int = 400, train_fraction: float = 1.0,
+                   baselines: bool = True) -> CVReport:
     """Family-grouped k-fold cross-validation: every family is held out once.
 
     The fixed train / val / test split holds out a handful of families, so its test accuracy
@@ -727,7 +728,8 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
     stopping), and every item gets an out-of-fold score; the metrics are then computed once over
     all pairs, as `evaluate_scores` computes them on a test split. Baselines take the same
     route: a single feature's sign is chosen on its fold's training pairs, the hand-weighted sum
-    is fixed, random is the mean of seeded draws."""
+    is fixed, random is the mean of seeded draws. `train_fraction` < 1 trains each fold on that
+    share of its training families (seeded; for `learning_curve`), `baselines=False` skips them."""
     folds = family_folds(items["family"], k, seed)
     if len(folds) < 2:
         raise ValueError(f"cross-validation needs at least 2 families; the data has {len(folds)}")
@@ -740,18 +742,22 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
         for i, held in enumerate(folds):
             rest = [f for f in sorted(set(fam)) if f not in set(held)]
             n_val = max(1, round(len(rest) * val_share))
-            val = list(np.random.default_rng(seed + 1 + i).permutation(rest)[:n_val])
+            perm = list(np.random.default_rng(seed + 1 + i).permutation(rest))
+            val, train = perm[:n_val], perm[n_val:]
+            train = train[:max(1, round(len(train) * train_fraction))]  # the permutation is random
 
             def split_of(f: np.ndarray) -> np.ndarray:
-                return np.where(np.isin(f, held), "test", np.where(np.isin(f, val), "val", "train"))
+                return np.where(np.isin(f, held), "test", np.where(
+                    np.isin(f, val), "val", np.where(np.isin(f, train), "train", "unused")))
 
             it, pr = items.assign(split=split_of(fam)), pairs.assign(split=split_of(pos_fam))
             fold = {"linear": score_items(train_linear(it, pr, cols, seed=seed), it),
                     "lgbm_pairwise": score_items(train_lgbm(it, pr, cols, rounds=lgbm_rounds, seed=seed), it),
-                    "lambdarank": score_items(train_lambdarank(it, cols, rounds=lgbm_rounds, seed=seed), it),
-                    "hand_weighted": hand_scores(it)}
-            for c, sgn in single_feature_signs(it, pr, cols).items():
-                fold[f"single:{c[2:]}"] = single_scores(it, c, sgn)
+                    "lambdarank": score_items(train_lambdarank(it, cols, rounds=lgbm_rounds, seed=seed), it)}
+            if baselines:
+                fold["hand_weighted"] = hand_scores(it)
+                for c, sgn in single_feature_signs(it, pr, cols).items():
+                    fold[f"single:{c[2:]}"] = single_scores(it, c, sgn)
             mask = np.isin(fam, held)
             for name, sc in fold.items():
                 oof.setdefault(fs, {}).setdefault(name, np.full(len(items), np.nan))[mask] = sc[mask]
@@ -761,10 +767,28 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
         for name, sc in models.items():
             rows.append({"feature_set": fs, "model": name,
                          **evaluate_scores(everything, all_pairs, sc, "test"), "learned": name in LEARNED})
-        ms = pd.DataFrame([evaluate_scores(everything, all_pairs, d, "test") for d in random_draws]).mean()
-        rows.append({"feature_set": fs, "model": "random", **ms.to_dict(), "learned": False})
+        if baselines:
+            ms = pd.DataFrame([evaluate_scores(everything, all_pairs, d, "test") for d in random_draws]).mean()
+            rows.append({"feature_set": fs, "model": "random", **ms.to_dict(), "learned": False})
     scores = {f"{name}_{fs}": sc for fs, models in oof.items() for name, sc in models.items()}
     return CVReport(pd.DataFrame(rows), scores, folds)
+
+
+def learning_curve(items: pd.DataFrame, pairs: pd.DataFrame, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
+                   *, k: int = 6, seeds: Sequence[int] = (0,), lgbm_rounds: int = 400) -> pd.DataFrame:
+    """Out-of-fold metrics of the learned rankers when each fold trains on a share of its
+    training families: whether more measured families would still help (a curve that is still
+    rising at 1.0) or the features are the limit (a flat one). Mean over `seeds`; one row per
+    (fraction, feature_set, model) with the mean number of training families per fold."""
+    rows = []
+    n_fam = items["family"].nunique()
+    for frac in fractions:
+        runs = [cross_validate(items, pairs, k=k, seed=s, lgbm_rounds=lgbm_rounds, train_fraction=frac,
+                               baselines=False).metrics for s in seeds]
+        m = pd.concat(runs).groupby(["feature_set", "model"], sort=False).mean(numeric_only=True).reset_index()
+        n_train = n_fam * (1 - 1 / k) * (1 - 1 / 6)  # families outside the test fold and val share
+        rows.append(m.assign(fraction=frac, train_families=max(1.0, round(n_train * frac, 1))))
+    return pd.concat(rows, ignore_index=True)
 
 
 def target_check(metrics: pd.DataFrame, target: float = 0.85) -> pd.DataFrame:

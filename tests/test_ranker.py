@@ -435,3 +435,14 @@ def test_model_files_lists_rankers_not_metrics(tmp_path, data):
     assert [f.name for f in ranker.model_files(tmp_path)] == ["linear_static.json", "lgbm_pairwise_static.txt"]
     assert all(ranker.load(f) is not None for f in ranker.model_files(tmp_path))
     assert ranker.model_files(tmp_path / "none") == []
+
+
+def test_learning_curve_rises_with_training_families():
+    items = synth_items(n_fam=14, tasks_per=4, nvar=4, noise=0.3, seed=11)
+    pairs = ranker.make_pairs(items)
+    lc = ranker.learning_curve(items, pairs, (0.1, 1.0), k=4, lgbm_rounds=60)
+    assert set(lc.fraction) == {0.1, 1.0} and set(lc.model) == set(ranker.LEARNED)
+    lin = lc[(lc.model == "linear") & (lc.feature_set == "static")].set_index("fraction")
+    assert lin.loc[1.0, "pair_acc"] > lin.loc[0.1, "pair_acc"]
+    assert lin.loc[1.0, "train_families"] > lin.loc[0.1, "train_families"] >= 1
+    assert (lc.n_pairs == len(pairs)).all()
