@@ -60,7 +60,9 @@ def kernel_results(tasks: list) -> list[dict]:
     finally:
         h.close()
     return [{"task_id": t.task_id, "status": r.status, "correct": bool(r.correct), "runtime_ms": r.runtime_ms,
-             "message": (r.message or "")[:300]} for t, r in zip(tasks, res)]
+             "message": (r.message or "")[:300],
+             "failures": [{k: str(v)[:300] for k, v in f.items()} for f in (r.failures or [])[:3]]}
+            for t, r in zip(tasks, res)]
 
 
 def main(argv: list[str] | None = None) -> int:
