@@ -1,8 +1,11 @@
 """torch2cuda dataset: size, contract, references runnable on CPU, signatures match modules,
 CUDA variants compile (a sample), GPU check of variants against the module (marked gpu)."""
+import json
+import os
 import random
 import shutil
 import subprocess
+import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
@@ -189,3 +192,84 @@ def test_harness_reference_for_torch_tasks_is_the_module_in_double(tasks, tmp_pa
                                        err_msg=t.task_id)
         again = reference.reference_outputs(t, test, 1, cache_dir=tmp_path)  # from the cache
         assert all(np.array_equal(again[k], got[k]) for k in got)
+
+
+# ----------------------------------------------------------------------------- parallel verification (CPU)
+
+
+def _fake_verify(tid: str) -> dict:
+    if tid == "boom":
+        raise RuntimeError("broken task")
+    return {"task_id": tid, "variants": {"naive": {"correct": True, "ms": 1.0}}, "eager_ms": 2.0, "pid": os.getpid()}
+
+
+def test_run_pool_writes_rows_as_they_finish_records_errors_and_resumes(tmp_path):
+    from cudaperf.torchtasks.verify import done_ids, run_pool
+
+    out = tmp_path / "rows.jsonl"
+    ids = ["a", "boom", "b", "c"]
+    assert run_pool(ids, _fake_verify, out, procs=2, log=lambda m: None) == 4
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows) == sorted(ids)
+    assert next(r for r in rows if r["task_id"] == "boom")["error"].startswith("RuntimeError")
+    assert len({r["pid"] for r in rows if "pid" in r} - {os.getpid()}) >= 1, "ran in worker processes"
+    assert done_ids(out) == {"a", "b", "c"}  # the error row is measured again on resume
+    # in-process, with a time budget that is already spent after the first task
+    t = iter([0.0, 0.0] + [5.0] * 10)  # start, the check before x; later checks are past the budget
+    out2 = tmp_path / "budget.jsonl"
+    assert run_pool(["x", "y", "z"], _fake_verify, out2, procs=1, max_seconds=1, log=lambda m: None,
+                    clock=lambda: next(t)) == 1
+
+
+def _hold(args):
+    from cudaperf.torchtasks.verify import GpuFileLock
+
+    path, kind, log, hold = args
+    lock = GpuFileLock(path)
+    with (lock.exclusive() if kind == "ex" else lock.shared()):
+        with open(log, "a") as fh:
+            fh.write(f"{kind} in {time.monotonic():.4f}\n")
+        time.sleep(hold)
+        with open(log, "a") as fh:
+            fh.write(f"{kind} out {time.monotonic():.4f}\n")
+
+
+def test_gpu_file_lock_readers_share_and_a_writer_is_alone(tmp_path):
+    import multiprocessing as mp
+
+    path, log = str(tmp_path / "lock"), tmp_path / "log"
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        pool.map(_hold, [(path, "sh", str(log), 0.6), (path, "sh", str(log), 0.6),
+                         (path, "ex", str(log), 0.3), (path, "ex", str(log), 0.3)])
+    ev = [ln.split() for ln in log.read_text().splitlines()]
+    ev.sort(key=lambda e: float(e[2]))
+    inside: list[str] = []
+    overlap_sh = False
+    for kind, what, _ in ev:
+        if what == "in":
+            assert "ex" not in inside, "someone entered while a writer held the lock"
+            assert kind != "ex" or not inside, "a writer entered while others held the lock"
+            inside.append(kind)
+            overlap_sh |= inside.count("sh") == 2
+        else:
+            inside.remove(kind)
+    assert not inside
+    # two readers holding 0.6 s each overlap unless a writer got in between them
+    assert overlap_sh or [k for k, w, _ in ev if w == "in"].index("ex") == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(NVCC is None or not torch.cuda.is_available(), reason="needs nvcc and a CUDA GPU")
+def test_parallel_verify_on_gpu_writes_timed_rows(tmp_path):
+    from cudaperf.torchtasks.verify import main
+
+    out = tmp_path / "rows.jsonl"
+    assert main(["--out", str(out), "--limit", "4", "--procs", "2", "--reps", "5",
+                 "--cache-dir", str(tmp_path / "cache")]) == 0
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(rows) == 4 and not any("error" in r for r in rows), rows
+    for r in rows:
+        assert r["eager_ms"] > 0 and r["l2_flush_bytes"] > 0
+        assert ("compile_ms" in r) or ("compile_error" in r)
+        assert all(v["compiled"] and v["correct"] and v["ms"] > 0 for v in r["variants"].values()), r

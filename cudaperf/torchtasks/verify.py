@@ -1,25 +1,37 @@
 """GPU verification and timing of torch2cuda tasks: variants vs the module, eager and torch.compile.
 
-Run on a GPU machine: ``python -m cudaperf.torchtasks.verify --limit 50 --out data/bench/torch2cuda_<gpu>.jsonl``.
+Run on a GPU machine: ``python -m cudaperf.torchtasks.verify --limit 50 --out data/bench/torch2cuda_<gpu>.jsonl``;
+for the whole dataset within a device call: ``--procs 12 --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds 500``.
 
 Guarantees: every variant is compiled with `cudaperf.compile.compile_candidate` (cached), then
 for every small test and the perf test it is called through ctypes on fresh inputs
 (`cudaperf.inputs.make_inputs`, a different seed per test) with outputs poisoned (NaN payload)
 beforehand and checked against the module run on the same buffers with `cudaperf.check.compare`
 under the task's tolerance; inputs are checked unchanged afterwards. Timings are medians of CUDA
-event times after warm-up, for each correct variant, for PyTorch eager and (optionally) for
-torch.compile, all in this process on this GPU; one JSON row per task is appended to the output
-(rows already there are skipped, so a run can resume). The variants are trusted dataset code,
-run in-process: this is not the sandboxed harness for model-written candidates.
+event times after warm-up, the L2 evicted before every repetition (as the harness times), for
+each correct variant, for PyTorch eager and (optionally) for torch.compile, on this GPU; one JSON
+row per task is appended to the output (rows already there without an ``error`` are skipped, so a
+run can resume). The variants are trusted dataset code, run in-process: this is not the sandboxed
+harness for model-written candidates.
+
+Parallel runs (``--procs N``): N spawned processes take tasks as they free up; correctness checks
+and torch.compile's compilation run concurrently under the shared side of a GPU lock across the
+processes (`GpuFileLock`), every timed region under its exclusive side, so no two timings ever
+overlap with other GPU work. ``--prebuilt`` installs libraries built on the CPU machine with the
+same nvcc (`cudaperf.prebuilt`), so the GPU machine runs no nvcc for them.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
+import fcntl
 import json
+import os
 import statistics
 import sys
 import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,8 +69,54 @@ def _device_buffers(task: Task, test: TestConfig, arrays: dict[str, Any]):
     return bufs
 
 
-def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20) -> tuple[float, float]:
-    """(median ms, coefficient of variation) of `fn` over `reps` CUDA-event timed calls."""
+FLUSH_BYTES = 256 << 20  # as the harness: over twice the H200's 60 MB L2
+
+
+class GpuFileLock:
+    """A readers-writer lock over one GPU shared by processes, on two lock files (flock).
+
+    `shared()`: GPU work that tolerates company (correctness checks, compilation's first call);
+    `exclusive()`: a timed region, alone on the GPU. A writer first takes the turnstile, so readers
+    arriving after it wait behind it instead of starving it. Without a path it locks nothing."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+
+    @contextlib.contextmanager
+    def _flock(self, suffix: str, mode: int):
+        fd = os.open(self.path + suffix, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, mode)
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    @contextlib.contextmanager
+    def shared(self):
+        if not self.path:
+            yield
+            return
+        with self._flock(".turnstile", fcntl.LOCK_EX):
+            pass  # wait behind a writer that is already queued
+        with self._flock(".gpu", fcntl.LOCK_SH):
+            yield
+
+    @contextlib.contextmanager
+    def exclusive(self):
+        if not self.path:
+            yield
+            return
+        with self._flock(".turnstile", fcntl.LOCK_EX), self._flock(".gpu", fcntl.LOCK_EX):
+            yield
+
+
+_LOCK = GpuFileLock(None)  # this process's lock (set in the pool's worker initialiser)
+
+
+def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: Any = None) -> tuple[float, float]:
+    """(median ms, coefficient of variation) of `fn` over `reps` CUDA-event timed calls; `flush`
+    (a device tensor) is zeroed before each repetition, outside the timed region, to evict the L2."""
     import torch
 
     for _ in range(warmup):
@@ -66,6 +124,8 @@ def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20) -> tupl
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
+        if flush is not None:
+            flush.zero_()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
         fn()
@@ -113,45 +173,143 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
     from cudaperf.inputs import make_inputs
     from cudaperf.torchtasks.runtime import instantiate
 
+    lock = _LOCK
     row: dict[str, Any] = {"task_id": task.task_id, "family": task.family, "gpu": torch.cuda.get_device_name(),
-                           "torch": torch.__version__, "variants": {}}
+                           "torch": torch.__version__, "variants": {}, "l2_flush_bytes": FLUSH_BYTES}
     perf = task.perf_test
+    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     for v in task.variants:
         cr = compile_candidate(v.source, arch=arch, cache_dir=cache_dir)
-        rec: dict[str, Any] = {"compiled": cr.ok}
+        rec: dict[str, Any] = {"compiled": cr.ok, "built_with": cr.built_with}
         if cr.ok:
-            ok, fails = check_variant(task, cr.so_path, seed)
+            with lock.shared():
+                ok, fails = check_variant(task, cr.so_path, seed)
             rec.update(correct=ok, failures=fails[:5])
             if ok:
                 arrays = make_inputs(task, perf, seed + 100)
                 bufs = _device_buffers(task, perf, arrays)
                 fn = getattr(ctypes.CDLL(cr.so_path), task.entry)
                 args = c_args(task, perf, {n: b.data_ptr() for n, b in bufs.items()})
-                rec["ms"], rec["cv"] = cuda_time_ms(lambda: fn(*args), reps=reps)
+                with lock.exclusive():
+                    rec["ms"], rec["cv"] = cuda_time_ms(lambda: fn(*args), reps=reps, flush=flush)
                 del bufs
         else:
             rec["log"] = cr.log[-2000:]
         row["variants"][v.name] = rec
     model, inputs = instantiate(task, perf, seed=seed, device="cuda")
     with torch.no_grad():
-        row["eager_ms"], row["eager_cv"] = cuda_time_ms(lambda: model(*inputs), reps=reps)
+        with lock.exclusive():
+            row["eager_ms"], row["eager_cv"] = cuda_time_ms(lambda: model(*inputs), reps=reps, flush=flush)
         if with_compile:
             t0 = time.monotonic()
-            cm = torch.compile(model)
             try:
-                row["compile_ms"], row["compile_cv"] = cuda_time_ms(lambda: cm(*inputs), warmup=3, reps=reps)
+                cm = torch.compile(model)
+                with lock.shared():  # the first call compiles (CPU) and runs once
+                    cm(*inputs)
+                    torch.cuda.synchronize()
                 row["compile_seconds"] = round(time.monotonic() - t0, 1)
+                with lock.exclusive():
+                    row["compile_ms"], row["compile_cv"] = cuda_time_ms(lambda: cm(*inputs), warmup=3, reps=reps,
+                                                                        flush=flush)
             except Exception as e:  # noqa: BLE001 - a baseline that cannot compile is recorded
                 row["compile_error"] = f"{type(e).__name__}: {str(e)[:300]}"
     for rec in row["variants"].values():
         if rec.get("ms"):
             rec["speedup_vs_eager"] = row["eager_ms"] / rec["ms"]
-    del model, inputs
+    del model, inputs, flush
     torch.cuda.empty_cache()
     return row
 
 
+_TASKS: dict[str, Task] = {}  # a pool worker's tasks, loaded once per process
+
+
+def _init_worker(tasks_path: str, lock_path: str | None, compile_threads: int) -> None:
+    global _LOCK
+    _LOCK = GpuFileLock(lock_path)
+    # inductor starts a compile pool of every core per process by default: N processes would
+    # start N x cores workers
+    os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
+    _TASKS.update({t.task_id: t for t in load_tasks(tasks_path)})
+
+
+def _verify_by_id(task_id: str, opts: dict[str, Any]) -> dict[str, Any]:
+    return verify_task(_TASKS[task_id], **opts)
+
+
+def done_ids(out: Path) -> set[str]:
+    """Task ids with a row in `out` that is not an error row (those are measured again)."""
+    if not out.exists():
+        return set()
+    rows = [json.loads(line) for line in out.read_text().splitlines() if line.strip()]
+    return {r["task_id"] for r in rows if "error" not in r}
+
+
+def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path, *, procs: int,
+             max_seconds: float = 0, initializer: Callable | None = None, initargs: tuple = (),
+             log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> int:
+    """Run `fn(task_id)` for each id in `procs` spawned processes (in this one when procs <= 1),
+    appending each row to `out` as it arrives; a task that raises gets an ``error`` row (measured
+    again on resume). No new task starts after `max_seconds` (0: no limit). Returns rows written."""
+    start, n = clock(), 0
+
+    def over() -> bool:
+        return bool(max_seconds) and clock() - start > max_seconds
+
+    def write(tid: str, row: dict[str, Any]) -> None:
+        nonlocal n
+        with out.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        n += 1
+        if "error" in row:
+            log(f"{tid}: error: {row['error']}")
+        else:
+            log(f"{tid} " + json.dumps({k: [v.get("correct"), round(v.get("ms") or 0, 4)]
+                                        for k, v in row.get("variants", {}).items()})
+                + f" eager {row.get('eager_ms') or 0:.4f} compile {row.get('compile_ms') or 0:.4f}")
+
+    def err(tid: str, e: BaseException) -> dict[str, Any]:
+        return {"task_id": tid, "error": f"{type(e).__name__}: {str(e)[:300]}"}
+
+    todo = list(task_ids)
+    if procs <= 1:
+        if initializer is not None:
+            initializer(*initargs)
+        for tid in todo:
+            if over():
+                break
+            try:
+                write(tid, fn(tid))
+            except Exception as e:  # noqa: BLE001 - one broken task must not end the run
+                write(tid, err(tid, e))
+        return n
+    import multiprocessing as mp
+
+    with ProcessPoolExecutor(procs, mp_context=mp.get_context("spawn"), initializer=initializer,
+                             initargs=initargs) as ex:
+        running: dict[Any, str] = {}
+        while todo or running:
+            while todo and len(running) < procs and not over():
+                tid = todo.pop(0)
+                running[ex.submit(fn, tid)] = tid
+            if over():
+                todo.clear()
+            if not running:
+                break
+            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            for f in finished:
+                tid = running.pop(f)
+                try:
+                    write(tid, f.result())
+                except Exception as e:  # noqa: BLE001 - a crashed worker or task: an error row
+                    write(tid, err(tid, e))
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
+    import functools
+    import tempfile
+
     ap = argparse.ArgumentParser(prog="python -m cudaperf.torchtasks.verify")
     ap.add_argument("--tasks", default="data/tasks/torch2cuda.jsonl.gz")
     ap.add_argument("--out", required=True)
@@ -159,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=int, default=0, help="at most this many new tasks (0: all)")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--procs", type=int, default=1, help="parallel processes sharing the GPU (timings exclusive)")
+    ap.add_argument("--max-seconds", type=float, default=0, help="start no task after this (0: no limit)")
+    ap.add_argument("--prebuilt", default="", help="archive of the variants' libraries (python -m "
+                    "cudaperf.prebuilt pack --tasks data/tasks/torch2cuda.jsonl.gz), installed into the cache first")
+    ap.add_argument("--cache-dir", default=".cache/cudaperf")
     a = ap.parse_args(argv)
     import torch
 
@@ -167,22 +330,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     tasks = load_tasks(a.tasks, families=a.families)
     out = Path(a.out)
-    done = set()
-    if out.exists():
-        done = {json.loads(l)["task_id"] for l in out.read_text().splitlines() if l.strip()}
     out.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
-    for t in tasks:
-        if t.task_id in done:
-            continue
-        if a.limit and n >= a.limit:
-            break
-        row = verify_task(t, reps=a.reps, with_compile=not a.no_compile)
-        with out.open("a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        n += 1
-        print(t.task_id, {k: (v.get("correct"), round(v.get("ms", 0) or 0, 4)) for k, v in row["variants"].items()},
-              round(row["eager_ms"], 4), flush=True)
+    done = done_ids(out)
+    todo = [t.task_id for t in tasks if t.task_id not in done]
+    if a.limit:
+        todo = todo[:a.limit]
+    if a.prebuilt:
+        from cudaperf import prebuilt
+
+        print("prebuilt:", json.dumps(prebuilt.install(a.prebuilt, tasks, a.cache_dir)), flush=True)
+    print(f"{len(todo)} tasks to verify ({len(done)} already in {out}), {a.procs} process(es)", flush=True)
+    opts = {"reps": a.reps, "with_compile": not a.no_compile, "cache_dir": a.cache_dir}
+    lock_dir = tempfile.mkdtemp(prefix="t2c-lock-")
+    threads = max(1, (os.cpu_count() or 1) // max(1, a.procs))
+    t0 = time.monotonic()
+    n = run_pool(todo, functools.partial(_verify_by_id, opts=opts), out, procs=a.procs, max_seconds=a.max_seconds,
+                 initializer=_init_worker, initargs=(a.tasks, os.path.join(lock_dir, "lock"), threads),
+                 log=lambda m: print(m, flush=True))
+    el = time.monotonic() - t0
+    print(f"{n} tasks in {el:.0f} s ({n / max(el, 1e-9) * 60:.1f}/min); {len(todo) - n} not started", flush=True)
     return 0
 
 
