@@ -3,7 +3,7 @@
 # ceilings (filed into data/ceilings/ for this run when the GPU model has none, so the roofline
 # flag works), every gpu-marked test incl. the adversarial suite, then bench_harness.py at a
 # reduced size. Everything lands under $OUT. Needs the tree-sitter wheels in .whl/ (README).
-#   PARTS / HARNESS_S / TORCH_S / ADV_S: test parts and limits (below); BENCH_S: the bench's
+#   PARTS / HARNESS_S / TORCH_S / ADV_S / TT_S: test parts and limits (below); BENCH_S: the bench's
 #   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
@@ -19,10 +19,12 @@ export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
 # One pytest per part, each with its own limit (the torch load_inline test alone builds two
 # extensions, minutes), so a slow part cannot starve the others of their log. SIGINT at the
 # limit: pytest still prints what failed so far (SIGTERM loses it all).
-#   PARTS: any of harness torch adversarial (default all); HARNESS_S / TORCH_S / ADV_S: limits.
+#   PARTS: any of harness torch adversarial torchtasks (default the first three); HARNESS_S /
+#   TORCH_S / ADV_S / TT_S: limits.
 declare -A FILES=([harness]="tests/test_harness.py tests/test_gpuworker.py" [torch]="tests/test_torchpath.py"
-                  [adversarial]="tests/test_adversarial.py")
-declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversarial]=${ADV_S:-300})
+                  [adversarial]="tests/test_adversarial.py" [torchtasks]="tests/test_torchtasks.py")
+declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversarial]=${ADV_S:-300}
+                  [torchtasks]=${TT_S:-200})
 for part in ${PARTS:-harness torch adversarial}; do
   timeout -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
     --timeout "${LIMIT[$part]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
