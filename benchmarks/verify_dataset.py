@@ -42,7 +42,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from cudaperf import envinfo, measurements as M  # noqa: E402
-from cudaperf.harness import INTERNAL_ERROR  # noqa: E402
+from cudaperf.result import is_internal_error  # noqa: E402
 from cudaperf.tasks import (Task, load_tasks, shard_tasks, stratified_order,  # noqa: E402,F401 (tests use them from here)
                             stratified_prefix)
 from cudaperf.stacksample import StackSampler  # noqa: E402
@@ -98,8 +98,8 @@ def done_pairs(table: pd.DataFrame, retry_failed: bool = False) -> set[tuple[str
     if not len(table):
         return set()
     # A harness error is not a verdict on the variant: such pairs are always measured again.
-    msg = table["message"].fillna("").astype(str) if "message" in table else pd.Series("", index=table.index)
-    table = table[~msg.str.startswith(INTERNAL_ERROR)]
+    if "message" in table:
+        table = table[~table["message"].map(is_internal_error)]
     if retry_failed:
         table = table[(table["status"] == "correct") & table["correct"].fillna(False).astype(bool)]
     return set(zip(table["task_id"], table["variant"]))

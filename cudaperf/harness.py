@@ -49,7 +49,7 @@ from cudaperf.config import HarnessConfig, get_profile
 from cudaperf.inputcache import InputFiles
 from cudaperf.inputs import make_inputs
 from cudaperf.reference import reference_outputs
-from cudaperf.result import EvalResult
+from cudaperf.result import INTERNAL_ERROR, EvalResult
 from cudaperf.scan import scan_source
 from cudaperf.store import ResultStore, make_key
 from cudaperf.tasks import Task, TestConfig
@@ -865,9 +865,6 @@ class Harness:
         if self.store is not None:
             self.store.close()
         shutil.rmtree(self.scratch_base, ignore_errors=True)
-
-
-INTERNAL_ERROR = "internal harness error"
 
 
 def internal_error(res: EvalResult, e: BaseException) -> None:

@@ -32,7 +32,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from cudaperf.result import EvalResult
+from cudaperf.result import EvalResult, is_internal_error
 from cudaperf.tasks import Task
 
 SCHEMA = pa.schema([
@@ -185,6 +185,8 @@ def _why_not(rows: pd.DataFrame) -> str | None:
     if rows.empty:
         return "not measured"
     for _, r in rows.iterrows():
+        if is_internal_error(r["message"]):
+            return "harness error, not a verdict (verify_dataset.py measures it again)"
         if r["status"] != "correct":
             return f"status {r['status']}"
         if pd.isna(r["correct"]) or not bool(r["correct"]):

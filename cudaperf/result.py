@@ -21,6 +21,14 @@ STATUSES = (
     "correct",        # passed every check; timed
 )
 
+# Message prefix of a record the harness could not judge because of its own error (status
+# "crashed"): not a verdict on the candidate, so measurement runs do it again.
+INTERNAL_ERROR = "internal harness error"
+
+
+def is_internal_error(message: Any) -> bool:
+    return isinstance(message, str) and message.startswith(INTERNAL_ERROR)
+
 
 @dataclass
 class EvalResult:

@@ -384,3 +384,16 @@ def test_done_pairs_always_retries_harness_errors():
                                   "max abs err 1.0", "runner exited with signal 11"]})
     assert V.done_pairs(t) == {("a", "tiled"), ("b", "naive")}
     assert V.done_pairs(t, retry_failed=True) == set()
+
+
+def test_verified_dataset_names_a_harness_error_as_no_verdict():
+    from cudaperf.measurements import _why_not, to_table
+
+    rows = to_table([{"task_id": "t", "family": "f", "variant": "naive", "status": "crashed", "correct": False,
+                      "pass_rate": 0.0, "runtime_ms": None, "cv": None, "baseline_ms": None, "speedup": None,
+                      "gpu": "H200", "toolchain": "nvcc", "measured_at": "2026-12-03T00:00:00+00:00",
+                      "message": "internal harness error: ValueError: filedescriptor out of range in select()",
+                      "flags": []}])
+    assert _why_not(rows).startswith("harness error")
+    rows.loc[0, "message"] = "runner exited with signal 11"
+    assert _why_not(rows) == "status crashed"
