@@ -581,6 +581,25 @@ def hand_scores(items: pd.DataFrame) -> np.ndarray:
     return _Xy(items, [f"x_{n}" for n in HAND_WEIGHTS]) @ np.array(list(HAND_WEIGHTS.values()))
 
 
+def feature_directions(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequence[str] | None = None) -> pd.DataFrame:
+    """Per feature, over all pairs: how often the faster variant has the higher value, the lower,
+    or the same, next to the sign `HAND_WEIGHTS` assumes. Descriptive (no held-out split): it
+    says which way the measurements point, e.g. why the hand-weighted sum can fall below chance."""
+    rows = []
+    pos, neg = pairs["pos"].to_numpy(), pairs["neg"].to_numpy()
+    for c in columns or static_columns():
+        x = items[c].to_numpy(float)
+        d = x[pos] - x[neg]
+        known = np.isfinite(d)
+        name = c[2:]
+        rows.append({"feature": name, "hand_sign": float(np.sign(HAND_WEIGHTS.get(name, 0.0))),
+                     "faster_higher": float(np.mean(d[known] > 0)) if known.any() else float("nan"),
+                     "faster_lower": float(np.mean(d[known] < 0)) if known.any() else float("nan"),
+                     "tied": float(np.mean(d[known] == 0)) if known.any() else float("nan"),
+                     "pairs": int(known.sum())})
+    return pd.DataFrame(rows)
+
+
 def single_scores(items: pd.DataFrame, column: str, sign: float) -> np.ndarray:
     """One feature as a score; a missing value (variant not profiled) ties with every other."""
     return np.nan_to_num(sign * items[column].to_numpy(float))

@@ -446,3 +446,16 @@ def test_learning_curve_rises_with_training_families():
     assert lin.loc[1.0, "pair_acc"] > lin.loc[0.1, "pair_acc"]
     assert lin.loc[1.0, "train_families"] > lin.loc[0.1, "train_families"] >= 1
     assert (lc.n_pairs == len(pairs)).all()
+
+
+def test_feature_directions_count_which_way_the_faster_variant_points():
+    items = pd.DataFrame({"task_id": ["t"] * 3, "variant": ["naive", "a", "b"], "family": "f", "split": "train",
+                          "runtime_ms": [4.0, 2.0, 1.0], "cv": 0.0,
+                          **{f"x_{n}": [0.0, 0.0, 0.0] for n in FEATURE_NAMES}})
+    items["x_ops"] = [1.0, 2.0, 3.0]  # the faster, the more ops
+    items["x_coal"] = [1.0, 0.5, 1.0]
+    pairs = ranker.make_pairs(items, margin=1.1, k=0.0)
+    d = ranker.feature_directions(items, pairs).set_index("feature")
+    assert d.loc["ops", "faster_higher"] == 1.0 and d.loc["ops", "hand_sign"] == -1.0
+    assert d.loc["coal", "faster_higher"] == pytest.approx(1 / 3) and d.loc["coal", "tied"] == pytest.approx(1 / 3)
+    assert d.loc["xfer", "tied"] == 1.0 and (d["pairs"] == 3).all()
