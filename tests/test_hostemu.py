@@ -252,3 +252,15 @@ def test_reference_reads_the_runners_input_files(emu, tmp_path):
     assert list(runner_dir.rglob("*.bin"))
     own = reference.reference_outputs(TASK, test, 11, cache_dir=tmp_path / "own")
     assert set(got) == set(own) and all(np.array_equal(got[k], own[k]) for k in got)
+
+
+def test_no_descriptor_leak_over_many_evaluations(emu):
+    """Groups, single candidates and crashing runners leave no descriptors behind (a verification
+    run holds the harness for an hour; session 6 saw descriptors past 1023 on the H200)."""
+    emu.evaluate_many([(TASK, REF + "\n// fd warm\n")])
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(6):
+        emu.evaluate_groups([(TASK, [REF + f"\n// fd{i}\n", ZEROS + f"\n// fd{i}\n"])])
+        emu.evaluate_many([(TASK, SEGFAULT + f"\n// fd{i}\n"), (TASK, REF + f"\n// fd one {i}\n")])
+    after = len(os.listdir("/proc/self/fd"))
+    assert after - before <= 3, f"{after - before} more open descriptors after 18 evaluations"
