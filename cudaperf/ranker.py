@@ -798,7 +798,7 @@ def learning_curve(items: pd.DataFrame, pairs: pd.DataFrame, fractions: Sequence
     """Out-of-fold metrics of the learned rankers when each fold trains on a share of its
     training families: whether more measured families would still help (a curve that is still
     rising at 1.0) or the features are the limit (a flat one). Mean over `seeds`; one row per
-    (fraction, feature_set, model) with the mean number of training families per fold."""
+    (fraction, feature_set, model) with about how many training families each fold had."""
     rows = []
     n_fam = items["family"].nunique()
     for frac in fractions:
