@@ -273,3 +273,24 @@ def test_parallel_verify_on_gpu_writes_timed_rows(tmp_path):
         assert r["eager_ms"] > 0 and r["l2_flush_bytes"] > 0
         assert ("compile_ms" in r) or ("compile_error" in r)
         assert all(v["compiled"] and v["correct"] and v["ms"] > 0 for v in r["variants"].values()), r
+
+
+def _fake_verify_dies(tid: str) -> dict:
+    if tid == "dies":
+        os._exit(70)  # as _verify_by_id does when a CUDA error left the context unusable
+    time.sleep(0.2)
+    return _fake_verify(tid)
+
+
+def test_run_pool_survives_a_dying_worker(tmp_path):
+    from cudaperf.torchtasks.verify import done_ids, run_pool
+
+    out = tmp_path / "rows.jsonl"
+    ids = ["a", "dies", "b", "c", "d", "e"]
+    logs: list[str] = []
+    run_pool(ids, _fake_verify_dies, out, procs=2, log=logs.append)
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert sorted(r["task_id"] for r in rows) == sorted(ids), "every task has exactly one row"
+    assert "error" in next(r for r in rows if r["task_id"] == "dies")
+    assert {"c", "d", "e"} <= done_ids(out), "tasks after the death ran in a fresh pool"
+    assert any("fresh pool" in m for m in logs)

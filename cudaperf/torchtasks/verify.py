@@ -234,7 +234,23 @@ def _init_worker(tasks_path: str, lock_path: str | None, compile_threads: int) -
 
 
 def _verify_by_id(task_id: str, opts: dict[str, Any]) -> dict[str, Any]:
-    return verify_task(_TASKS[task_id], **opts)
+    try:
+        return verify_task(_TASKS[task_id], **opts)
+    except Exception:
+        # A CUDA error can leave this process's context unusable for every later task: then the
+        # process ends (the parent records the task, starts a fresh pool and goes on).
+        if not _cuda_healthy():
+            os._exit(70)
+        raise
+
+
+def _cuda_healthy() -> bool:
+    try:
+        import torch
+
+        return float(torch.ones(1, device="cuda").sum().item()) == 1.0
+    except Exception:  # noqa: BLE001 - any failure here means the context is gone
+        return False
 
 
 def done_ids(out: Path) -> set[str]:
@@ -284,10 +300,15 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
                 write(tid, err(tid, e))
         return n
     import multiprocessing as mp
+    from concurrent.futures.process import BrokenProcessPool
 
-    with ProcessPoolExecutor(procs, mp_context=mp.get_context("spawn"), initializer=initializer,
-                             initargs=initargs) as ex:
-        running: dict[Any, str] = {}
+    def pool() -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(procs, mp_context=mp.get_context("spawn"), initializer=initializer,
+                                   initargs=initargs)
+
+    ex = pool()
+    running: dict[Any, str] = {}
+    try:
         while todo or running:
             while todo and len(running) < procs and not over():
                 tid = todo.pop(0)
@@ -297,12 +318,25 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
             if not running:
                 break
             finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            broken = False
             for f in finished:
                 tid = running.pop(f)
                 try:
                     write(tid, f.result())
-                except Exception as e:  # noqa: BLE001 - a crashed worker or task: an error row
+                except BrokenProcessPool as e:  # a worker died: every task it took down gets a row
+                    broken = True
                     write(tid, err(tid, e))
+                except Exception as e:  # noqa: BLE001 - a task that raised: an error row
+                    write(tid, err(tid, e))
+            if broken:
+                for f, tid in list(running.items()):
+                    write(tid, err(tid, RuntimeError("worker pool broke while this task ran")))
+                running.clear()
+                ex.shutdown(wait=False, cancel_futures=True)
+                log("a worker process died; starting a fresh pool")
+                ex = pool()
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
     return n
 
 
