@@ -165,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--n-throughput", type=int, default=600)
     ap.add_argument("--n-load-inline", type=int, default=16)
     ap.add_argument("--n-repeat", type=int, default=200)
-    ap.add_argument("--workers-per-gpu", type=int, default=12)
+    ap.add_argument("--workers-per-gpu", type=int, nargs="+", default=[12],
+                    help="runner threads per GPU; several values: one cold-cache throughput run each "
+                         "(the first is the headline figure and is used for repeatability)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
@@ -187,19 +189,23 @@ def main(argv: list[str] | None = None) -> int:
     items = pick_variants(tasks, a.n_throughput, a.seed)
     cache = tempfile.mkdtemp(prefix="bench-")
     if "throughput" not in a.skip:
-        out["throughput"] = throughput(items, cache, a.workers_per_gpu)
-        print(f"throughput: {out['throughput']['per_minute']:.0f} candidates/min "
-              f"({out['throughput']['candidates']} in {out['throughput']['wall_s']:.1f} s; one-off task "
-              f"preparation {out['throughput']['prepare_s']:.1f} s) {out['throughput']['status_counts']}",
-              flush=True)
-        save()
+        for w in a.workers_per_gpu:
+            run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
+            r = throughput(items, run_cache, w)
+            shutil.rmtree(run_cache, ignore_errors=True)
+            out.setdefault("throughput_by_workers", {})[str(w)] = r
+            out.setdefault("throughput", r)
+            print(f"throughput, {w} workers per GPU: {r['per_minute']:.0f} candidates/min "
+                  f"({r['candidates']} in {r['wall_s']:.1f} s; one-off task preparation {r['prepare_s']:.1f} s) "
+                  f"{r['status_counts']}", flush=True)
+            save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
         print(f"load_inline: {out['load_inline']['per_minute']:.1f} candidates/min "
               f"(median build {out['load_inline']['median_build_s']:.1f} s)", flush=True)
         save()
     if "repeat" not in a.skip:
-        out["repeatability"] = repeatability(items[: a.n_repeat], cache, a.workers_per_gpu)
+        out["repeatability"] = repeatability(items[: a.n_repeat], cache, a.workers_per_gpu[0])
         r = out["repeatability"]
         print(f"repeatability: median CV {r['median_cv']:.4f}, Spearman {r['spearman']}, "
               f"timed {r['timed_both']}/{r['variants']}", flush=True)
