@@ -42,7 +42,7 @@ import numpy as np
 
 import cudaperf
 from cudaperf import sandbox
-from cudaperf.inputs import make_inputs, output_shapes
+from cudaperf.inputs import GENERATOR_VERSION, make_inputs, output_shapes
 from cudaperf.tasks import Task, TestConfig
 
 
@@ -69,7 +69,8 @@ def task_hash(task: Task) -> str:
     blob = json.dumps({"reference": task.reference, "entry": task.entry,
                        "signature": [p.__dict__ for p in task.signature],
                        "tests": [t.__dict__ for t in task.tests],
-                       "precision": task.meta.get("reference_precision", "double")},
+                       "precision": task.meta.get("reference_precision", "double"),
+                       "inputs": GENERATOR_VERSION},  # the same seed draws other values after a bump
                       sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:24]
 

@@ -136,3 +136,34 @@ def test_fixed_inputs_override_generation_for_their_test_only():
     bad = task_from_dict(dict(rec, meta={"fixed_inputs": {"odd": {"x": [1.0], "y": [0.5] * 1003}}}))
     with pytest.raises(TaskError, match="fixed values"):
         make_inputs(bad, odd, 0)
+
+
+def test_float32_and_integer_draws_stay_in_range_and_dtype():
+    """uniform / normal / randint draw float32 and integer parameters in their own dtype: the
+    half-open interval holds (rounding in float32 could reach hi), values are deterministic."""
+    from cudaperf.inputs import GENERATORS, _finish
+
+    rng = np.random.default_rng(3)
+    v = GENERATORS["uniform"](rng, 200_000, np.dtype(np.float32), [0.1, 0.1000001])
+    assert v.dtype == np.float32 and v.min() >= np.float32(0.1) and v.max() < np.float32(0.1000001)
+    w = GENERATORS["uniform"](np.random.default_rng(3), 200_000, np.dtype(np.float32), [0.1, 0.1000001])
+    assert np.array_equal(v, w)
+    i8 = GENERATORS["randint"](rng, 1000, np.dtype(np.int8), [-128, 128])
+    assert i8.dtype == np.int8 and i8.min() >= -128 and i8.max() <= 127
+    big = GENERATORS["randint"](rng, 10, np.dtype(np.int8), [0, 1000])  # does not fit: int64, then refused
+    assert big.dtype == np.int64
+    with pytest.raises(TaskError):
+        _finish(big, np.dtype(np.int8), "t/x")
+    n = GENERATORS["normal"](rng, 100_000, np.dtype(np.float32), [2.0, 0.5])
+    assert n.dtype == np.float32 and abs(float(n.mean()) - 2.0) < 0.01 and abs(float(n.std()) - 0.5) < 0.01
+    assert _finish(n, np.dtype(np.float32), "t/y") is n  # no copy of a perf-size buffer
+
+
+def test_reference_cache_key_includes_the_generator_version(monkeypatch):
+    from cudaperf import inputs, reference
+    from cudaperf.devtasks import dev_tasks
+
+    t = dev_tasks()[0]
+    a = reference.task_hash(t)
+    monkeypatch.setattr(reference, "GENERATOR_VERSION", inputs.GENERATOR_VERSION + 1)
+    assert reference.task_hash(t) != a
