@@ -14,6 +14,9 @@ from dataclasses import dataclass, field, fields, is_dataclass, replace
 from typing import Any
 
 PROFILE_NAMES = ("smoke", "mini", "paper")
+# Bytes overwritten between timed repetitions when flush_l2 is on: over twice the H200's 60 MB L2
+# (the runner reports the real L2 size; any buffer over twice the largest L2 in use evicts it).
+L2_FLUSH_BYTES = 256 << 20
 
 
 class ConfigError(ValueError):

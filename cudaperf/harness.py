@@ -26,7 +26,6 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -45,7 +44,8 @@ import numpy as np
 
 from cudaperf import check, envinfo, gpuworker, sandbox, torchpath
 from cudaperf.compile import compile_candidate, detect_arch, toolchain_id
-from cudaperf.config import HarnessConfig, get_profile
+from cudaperf.config import L2_FLUSH_BYTES, HarnessConfig, get_profile
+from cudaperf.gpulock import GpuLock
 from cudaperf.inputcache import InputFiles
 from cudaperf.inputs import make_inputs
 from cudaperf.reference import reference_outputs
@@ -88,94 +88,6 @@ def task_fingerprint(task: Task) -> str:
     return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:20]
 
 
-class _GpuLock:
-    """Readers-writer lock per GPU: checks share the GPU, a timed region has it alone.
-
-    Without MPS, kernels of different processes time-slice on the GPU, so any check running in
-    another runner during a timed region would show up in its timings. Checks take the lock
-    shared, timing takes it exclusive; writers are preferred so timing is never starved. The
-    in-process part is a condition variable; an flock (shared / exclusive) extends it to other
-    harness processes on the same machine.
-
-    Each thread's waits and exclusive holds are summed (`take_stats`), so a result record can
-    show how long its evaluation queued for the GPU: the measure of lock contention.
-    """
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._cv = threading.Condition()
-        self._readers = 0
-        self._writer = False
-        self._waiting_writers = 0
-        self._stats = threading.local()
-
-    def _add(self, key: str, seconds: float) -> None:
-        d = self._stats.__dict__.setdefault("d", {})
-        d[key] = d.get(key, 0.0) + seconds
-
-    def take_stats(self) -> dict[str, float]:
-        """This thread's summed seconds since the last call: ``lock_wait_shared``,
-        ``lock_wait_exclusive`` and ``lock_held_exclusive``."""
-        d = self._stats.__dict__.pop("d", {})
-        return {k: round(v, 4) for k, v in d.items()}
-
-    FLOCK_TIMEOUT_S = 300.0
-
-    def _flock(self, fh, kind: int) -> None:  # noqa: ANN001
-        """flock with a deadline: a process elsewhere that never lets go must fail one candidate
-        with an error, not hang every worker of this harness."""
-        deadline = time.monotonic() + self.FLOCK_TIMEOUT_S
-        while True:
-            try:
-                fcntl.flock(fh, kind | fcntl.LOCK_NB)
-                return
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"GPU lock {self.path} not granted within {self.FLOCK_TIMEOUT_S:.0f} s") from None
-                time.sleep(0.002)
-
-    @contextlib.contextmanager
-    def shared(self):
-        t = time.perf_counter()
-        with self._cv:
-            while self._writer or self._waiting_writers:
-                self._cv.wait()
-            self._readers += 1
-        try:
-            with open(self.path, "a+") as fh:
-                self._flock(fh, fcntl.LOCK_SH)
-                self._add("lock_wait_shared", time.perf_counter() - t)
-                yield
-        finally:
-            with self._cv:
-                self._readers -= 1
-                self._cv.notify_all()
-
-    @contextlib.contextmanager
-    def exclusive(self):
-        t = time.perf_counter()
-        with self._cv:
-            self._waiting_writers += 1
-            while self._writer or self._readers:
-                self._cv.wait()
-            self._waiting_writers -= 1
-            self._writer = True
-        try:
-            with open(self.path, "a+") as fh:
-                self._flock(fh, fcntl.LOCK_EX)
-                t1 = time.perf_counter()
-                self._add("lock_wait_exclusive", t1 - t)
-                try:
-                    yield
-                finally:
-                    self._add("lock_held_exclusive", time.perf_counter() - t1)
-        finally:
-            with self._cv:
-                self._writer = False
-                self._cv.notify_all()
-
-
 class Harness:
     """Evaluate candidates for tasks. One instance per process is enough; it is thread-safe."""
 
@@ -188,7 +100,7 @@ class Harness:
         self.gpus = list(gpus) if gpus is not None else self._select_gpus()
         self.workers_per_gpu = workers_per_gpu
         self.store = ResultStore(self.cache_dir / "results.sqlite") if use_store else None
-        self._locks = {g: _GpuLock(self.cache_dir / "locks" / f"gpu{g}.lock") for g in self.gpus}
+        self._locks = {g: GpuLock(self.cache_dir / "locks" / f"gpu{g}.lock") for g in self.gpus}
         nslots = max(1, len(self.gpus) * workers_per_gpu)
         self._slots: queue.Queue[int] = queue.Queue()
         for i in range(nslots):
@@ -712,9 +624,7 @@ class Harness:
         res.message = f"correct; {res.speedup:.2f}x over the naive variant" if res.speedup else "correct"
 
     def _flush_bytes(self) -> int:
-        # Twice the H200's 60 MB L2 by default; the runner reports the real L2 size, and any buffer
-        # over twice the largest L2 in use evicts it.
-        return 256 << 20 if self.cfg.flush_l2 else 0
+        return L2_FLUSH_BYTES if self.cfg.flush_l2 else 0
 
     def _roofline(self, task: Task, perf: TestConfig, res: EvalResult) -> None:
         bw = self._copy_bandwidth(res.gpu)
@@ -736,7 +646,7 @@ class Harness:
         return float(bw) if bw else None
 
     def _prepare_args(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-                      scratch: Path, lock: _GpuLock, reset: bool = False) -> dict:
+                      scratch: Path, lock: GpuLock, reset: bool = False) -> dict:
         """Bind (test, seed)'s inputs to the runner's device buffers; with ``reset`` also copy them
         (and the output poison) to the device, as a timed region needs (a checked run resets
         itself). The host side (reading files, building poison) runs outside the GPU lock, so
@@ -824,7 +734,7 @@ class Harness:
         return True, None
 
     def _check(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-               scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
+               scratch: Path, lock: GpuLock) -> tuple[bool, dict | None]:
         """Run one checked call; return (passed, failure record or None)."""
         # CPU work (reference, input files) happens outside the GPU lock.
         ref = self._reference(task, test, seed)
@@ -832,7 +742,7 @@ class Harness:
         return self._checked_run(task, test, seed, 0, ref, runner, scratch, lock)
 
     def _checked_run(self, task: Task, test: TestConfig, seed: int, slot: int, ref: dict,
-                     runner: gpuworker.Runner, scratch: Path, lock: _GpuLock) -> tuple[bool, dict | None]:
+                     runner: gpuworker.Runner, scratch: Path, lock: GpuLock) -> tuple[bool, dict | None]:
         """One checked call of `slot` on the args already bound (`_prepare_args`)."""
         outdir = self._output_files(task, test, scratch, runner.uid)
         with lock.shared():  # only the device part: poison, call, sync, copy back

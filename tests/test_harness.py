@@ -171,9 +171,9 @@ def test_gpu_lock_prefers_timing_and_reports_waits(tmp_path):
     exclusive holds are summed for its result record."""
     import threading
 
-    from cudaperf.harness import _GpuLock
+    from cudaperf.gpulock import GpuLock
 
-    lock = _GpuLock(tmp_path / "gpu0.lock")
+    lock = GpuLock(tmp_path / "gpu0.lock")
     order, stats = [], {}
     reader_in = threading.Event()
 

@@ -16,7 +16,7 @@ harness for model-written candidates.
 
 Parallel runs (``--procs N``): N spawned processes take tasks as they free up; correctness checks
 and torch.compile's compilation run concurrently under the shared side of a GPU lock across the
-processes (`GpuFileLock`), every timed region under its exclusive side, so no two timings ever
+processes (`cudaperf.gpulock.GpuLock`, the harness' own), every timed region under its exclusive side, so no two timings ever
 overlap with other GPU work. ``--prebuilt`` installs libraries built on the CPU machine with the
 same nvcc (`cudaperf.prebuilt`), so the GPU machine runs no nvcc for them.
 """
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import fcntl
 import json
 import os
 import statistics
@@ -37,6 +36,8 @@ from typing import Any, Callable
 
 import numpy as np
 
+from cudaperf.config import L2_FLUSH_BYTES
+from cudaperf.gpulock import GpuLock
 from cudaperf.tasks import Task, TestConfig, load_tasks
 
 
@@ -69,49 +70,16 @@ def _device_buffers(task: Task, test: TestConfig, arrays: dict[str, Any]):
     return bufs
 
 
-FLUSH_BYTES = 256 << 20  # as the harness: over twice the H200's 60 MB L2
+_LOCK: GpuLock | None = None  # this process's GPU lock (set by the pool's worker initialiser)
 
 
-class GpuFileLock:
-    """A readers-writer lock over one GPU shared by processes, on two lock files (flock).
+class _NoLock:
+    """A direct `verify_task` call outside `main`: nothing else shares the GPU through us."""
 
-    `shared()`: GPU work that tolerates company (correctness checks, compilation's first call);
-    `exclusive()`: a timed region, alone on the GPU. A writer first takes the turnstile, so readers
-    arriving after it wait behind it instead of starving it. Without a path it locks nothing."""
-
-    def __init__(self, path: str | None):
-        self.path = path
-
-    @contextlib.contextmanager
-    def _flock(self, suffix: str, mode: int):
-        fd = os.open(self.path + suffix, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, mode)
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
-
-    @contextlib.contextmanager
-    def shared(self):
-        if not self.path:
-            yield
-            return
-        with self._flock(".turnstile", fcntl.LOCK_EX):
-            pass  # wait behind a writer that is already queued
-        with self._flock(".gpu", fcntl.LOCK_SH):
-            yield
-
-    @contextlib.contextmanager
-    def exclusive(self):
-        if not self.path:
-            yield
-            return
-        with self._flock(".turnstile", fcntl.LOCK_EX), self._flock(".gpu", fcntl.LOCK_EX):
-            yield
+    shared = exclusive = staticmethod(contextlib.nullcontext)
 
 
-_LOCK = GpuFileLock(None)  # this process's lock (set in the pool's worker initialiser)
+_NO_LOCK = _NoLock()
 
 
 def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: Any = None) -> tuple[float, float]:
@@ -173,11 +141,11 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
     from cudaperf.inputs import make_inputs
     from cudaperf.torchtasks.runtime import instantiate
 
-    lock = _LOCK
+    lock = _LOCK or _NO_LOCK
     row: dict[str, Any] = {"task_id": task.task_id, "family": task.family, "gpu": torch.cuda.get_device_name(),
-                           "torch": torch.__version__, "variants": {}, "l2_flush_bytes": FLUSH_BYTES}
+                           "torch": torch.__version__, "variants": {}, "l2_flush_bytes": L2_FLUSH_BYTES}
     perf = task.perf_test
-    flush = torch.empty(FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+    flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     for v in task.variants:
         cr = compile_candidate(v.source, arch=arch, cache_dir=cache_dir)
         rec: dict[str, Any] = {"compiled": cr.ok, "built_with": cr.built_with}
@@ -224,9 +192,9 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
 _TASKS: dict[str, Task] = {}  # a pool worker's tasks, loaded once per process
 
 
-def _init_worker(tasks_path: str, lock_path: str | None, compile_threads: int) -> None:
+def _init_worker(tasks_path: str, lock_path: str, compile_threads: int) -> None:
     global _LOCK
-    _LOCK = GpuFileLock(lock_path)
+    _LOCK = GpuLock(Path(lock_path))
     # inductor starts a compile pool of every core per process by default: N processes would
     # start N x cores workers
     os.environ["TORCHINDUCTOR_COMPILE_THREADS"] = str(compile_threads)
