@@ -86,9 +86,7 @@ def load_measurements(path: str | Path = MEASUREMENTS_DIR) -> pd.DataFrame:
     (task_id, variant), as `cudaperf.measurements.merge` does)."""
     from cudaperf import measurements as _m
 
-    path = Path(path)
-    files = sorted(path.rglob("*.parquet")) if path.is_dir() else [path]
-    files = [f for f in files if f.is_file()]
+    files = table_files(path)
     if not files:
         raise FileNotFoundError(f"no measurements parquet files at {path}")
     return _m.merge(files)
@@ -116,8 +114,7 @@ def _read_tables(path: str | Path, what: str) -> pd.DataFrame:
 
 
 def has_measurements(path: str | Path = MEASUREMENTS_DIR) -> bool:
-    p = Path(path)
-    return p.is_file() or (p.is_dir() and any(p.rglob("*.parquet")))
+    return bool(table_files(path))
 
 
 def static_feature_table(tasks: Iterable[Any]) -> pd.DataFrame:
@@ -590,13 +587,12 @@ def feature_directions(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequen
     for c in columns or static_columns():
         x = items[c].to_numpy(float)
         d = x[pos] - x[neg]
-        known = np.isfinite(d)
+        d = d[np.isfinite(d)]  # pairs with a variant that was not profiled say nothing
+        share = (lambda m: float(np.mean(m))) if len(d) else (lambda m: float("nan"))
         name = c[2:]
         rows.append({"feature": name, "hand_sign": float(np.sign(HAND_WEIGHTS.get(name, 0.0))),
-                     "faster_higher": float(np.mean(d[known] > 0)) if known.any() else float("nan"),
-                     "faster_lower": float(np.mean(d[known] < 0)) if known.any() else float("nan"),
-                     "tied": float(np.mean(d[known] == 0)) if known.any() else float("nan"),
-                     "pairs": int(known.sum())})
+                     "faster_higher": share(d > 0), "faster_lower": share(d < 0), "tied": share(d == 0),
+                     "pairs": len(d)})
     return pd.DataFrame(rows)
 
 
@@ -727,6 +723,7 @@ class CVReport:
     metrics: pd.DataFrame  # one row per (feature_set, model), over every pair, out of fold
     scores: dict[str, np.ndarray]  # "<model>_<feature_set>" -> out-of-fold scores of all items
     folds: list[list[str]]  # the families held out in each fold
+    train_families: list[int]  # how many families each fold trained on
 
 
 def family_folds(families: Iterable[str], k: int, seed: int = 0) -> list[list[str]]:
@@ -757,13 +754,16 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
     rng = np.random.default_rng(seed)
     oof: dict[str, dict[str, np.ndarray]] = {}  # feature set -> model -> out-of-fold scores
     random_draws = [rng.random(len(items)) for _ in range(20)]
+    n_train: list[int] = []
     for fs, cols in feature_sets(items).items():
+        n_train = []
         for i, held in enumerate(folds):
-            rest = [f for f in sorted(set(fam)) if f not in set(held)]
+            rest = [f for f in sorted(set(fam)) if f not in held]
             n_val = max(1, round(len(rest) * val_share))
             perm = list(np.random.default_rng(seed + 1 + i).permutation(rest))
             val, train = perm[:n_val], perm[n_val:]
             train = train[:max(1, round(len(train) * train_fraction))]  # the permutation is random
+            n_train.append(len(train))
 
             def split_of(f: np.ndarray) -> np.ndarray:
                 return np.where(np.isin(f, held), "test", np.where(
@@ -790,7 +790,7 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
             ms = pd.DataFrame([evaluate_scores(everything, all_pairs, d, "test") for d in random_draws]).mean()
             rows.append({"feature_set": fs, "model": "random", **ms.to_dict(), "learned": False})
     scores = {f"{name}_{fs}": sc for fs, models in oof.items() for name, sc in models.items()}
-    return CVReport(pd.DataFrame(rows), scores, folds)
+    return CVReport(pd.DataFrame(rows), scores, folds, n_train)
 
 
 def learning_curve(items: pd.DataFrame, pairs: pd.DataFrame, fractions: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
@@ -798,15 +798,15 @@ def learning_curve(items: pd.DataFrame, pairs: pd.DataFrame, fractions: Sequence
     """Out-of-fold metrics of the learned rankers when each fold trains on a share of its
     training families: whether more measured families would still help (a curve that is still
     rising at 1.0) or the features are the limit (a flat one). Mean over `seeds`; one row per
-    (fraction, feature_set, model) with about how many training families each fold had."""
+    (fraction, feature_set, model) with the mean number of families a fold trained on."""
     rows = []
-    n_fam = items["family"].nunique()
     for frac in fractions:
         runs = [cross_validate(items, pairs, k=k, seed=s, lgbm_rounds=lgbm_rounds, train_fraction=frac,
-                               baselines=False).metrics for s in seeds]
-        m = pd.concat(runs).groupby(["feature_set", "model"], sort=False).mean(numeric_only=True).reset_index()
-        n_train = n_fam * (1 - 1 / k) * (1 - 1 / 6)  # families outside the test fold and val share
-        rows.append(m.assign(fraction=frac, train_families=max(1.0, round(n_train * frac, 1))))
+                               baselines=False) for s in seeds]
+        m = pd.concat([r.metrics for r in runs]).groupby(["feature_set", "model"], sort=False).mean(
+            numeric_only=True).reset_index()
+        n_train = float(np.mean([n for r in runs for n in r.train_families]))
+        rows.append(m.assign(fraction=frac, train_families=round(n_train, 1)))
     return pd.concat(rows, ignore_index=True)
 
 
@@ -941,6 +941,17 @@ def _metrics_records(df: pd.DataFrame) -> list[dict]:
     return json.loads(df.to_json(orient="records", double_precision=10))
 
 
+def save_metrics(path: str | Path, metrics: pd.DataFrame, items: pd.DataFrame, pairs: pd.DataFrame,
+                 **settings: Any) -> Path:
+    """``metrics.json`` / ``cv_metrics.json``: `settings` (margin, k, seed, folds, ...), the data's
+    size and one record per metrics row; what `cudaperf ranker train` and notebook 03 write."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({**settings, "n_items": len(items), "n_pairs": len(pairs),
+                                "metrics": _metrics_records(metrics)}, indent=1))
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`cudaperf ranker train|evaluate [--json]`."""
     from cudaperf.config import DataConfig
@@ -983,14 +994,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         for key, m in rep.models.items():
             save(m, mdir / model_filename(key))
         metrics = rep.metrics
-        (mdir / "metrics.json").write_text(json.dumps(
-            {"margin": a.margin, "k": a.k, "seed": a.seed, "n_items": len(items),
-             "n_pairs": len(pairs), "metrics": _metrics_records(metrics)}, indent=1))
+        settings = {"margin": a.margin, "k": a.k, "seed": a.seed}
+        save_metrics(mdir / "metrics.json", metrics, items, pairs, **settings)
         if a.cv_folds > 1:
             cv = cross_validate(items, pairs, k=a.cv_folds, seed=a.seed)
-            (mdir / "cv_metrics.json").write_text(json.dumps(
-                {"folds": cv.folds, "margin": a.margin, "k": a.k, "seed": a.seed, "n_items": len(items),
-                 "n_pairs": len(pairs), "metrics": _metrics_records(cv.metrics)}, indent=1))
+            save_metrics(mdir / "cv_metrics.json", cv.metrics, items, pairs, folds=cv.folds, **settings)
     else:
         rows = []
         for f in model_files(mdir):
