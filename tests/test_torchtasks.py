@@ -221,6 +221,36 @@ def test_run_pool_writes_rows_as_they_finish_records_errors_and_resumes(tmp_path
                     clock=lambda: next(t)) == 1
 
 
+def _fake_verify_hangs(args_tid: str) -> dict:
+    tid, pid_dir = args_tid.split("|")
+    (Path(pid_dir) / f"{tid}.pid").write_text(str(os.getpid()))
+    if tid == "hang":
+        time.sleep(3600)
+    return _fake_verify(tid)
+
+
+def test_run_pool_hard_limit_abandons_running_tasks_and_kills_their_process(tmp_path):
+    from cudaperf.torchtasks.verify import done_ids, run_pool
+
+    out, logs = tmp_path / "rows.jsonl", []
+    ids = [f"{t}|{tmp_path}" for t in ("hang", "a", "b")]
+    t0 = time.monotonic()
+    run_pool(ids, _fake_verify_hangs, out, procs=2, hard_seconds=8, log=logs.append)
+    assert time.monotonic() - t0 < 60, "returned at the hard limit, not after the hung task"
+    assert done_ids(out) == {"a", "b"}  # the hung task has no row: measured on resume
+    assert any("abandoned" in m and "hang" in m for m in logs)
+    pid = int((tmp_path / "hang.pid").read_text())
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.2)
+    else:
+        raise AssertionError(f"the hung worker {pid} still runs")
+
+
 def _hold(args):
     from pathlib import Path
 

@@ -5,14 +5,17 @@ for the whole dataset within a device call: ``--procs 12 --prebuilt .prebuilt/to
 
 Guarantees: every variant is compiled with `cudaperf.compile.compile_candidate` (cached), then
 for every small test and the perf test it is called through ctypes on fresh inputs
-(`cudaperf.inputs.make_inputs`, a different seed per test) with outputs poisoned (NaN payload)
-beforehand and checked against the module run on the same buffers with `cudaperf.check.compare`
-under the task's tolerance; inputs are checked unchanged afterwards. Timings are medians of CUDA
-event times after warm-up, the L2 evicted before every repetition (as the harness times), for
-each correct variant, for PyTorch eager and (optionally) for torch.compile, on this GPU; one JSON
-row per task is appended to the output (rows already there without an ``error`` are skipped, so a
-run can resume). The variants are trusted dataset code, run in-process: this is not the sandboxed
-harness for model-written candidates.
+(`cudaperf.inputs.make_inputs`, a different seed per test; one draw per test serves all variants
+of the task) with outputs poisoned (NaN payload) beforehand and checked with
+`cudaperf.check.compare` under the task's tolerance against the module run in float64 on the same
+inputs (the harness' reference precision, never TF32); inputs are checked unchanged afterwards.
+Timings are medians of CUDA event times after warm-up, the L2 evicted before every repetition (as
+the harness times), for each correct variant, for PyTorch eager and (optionally) for
+torch.compile, on this GPU; the baselines run with TF32 off (``"tf32": false`` in the row), so
+they compute in the float32 the variants must match. One JSON row per task is appended to the
+output (rows already there without an ``error`` are skipped, so a run can resume). The variants
+are trusted dataset code, run in-process: this is not the sandboxed harness for model-written
+candidates.
 
 Parallel runs (``--procs N``): N spawned processes take tasks as they free up; correctness checks
 and torch.compile's compilation run concurrently under the shared side of a GPU lock across the
@@ -38,7 +41,7 @@ import numpy as np
 
 from cudaperf.config import L2_FLUSH_BYTES
 from cudaperf.gpulock import GpuLock
-from cudaperf.tasks import Task, TestConfig, load_tasks
+from cudaperf.tasks import Task, TestConfig, load_tasks, stratified_order
 
 
 def c_args(task: Task, test: TestConfig, pointers: dict[str, int]) -> list:
@@ -105,22 +108,38 @@ def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: 
     return med, cv
 
 
-def check_variant(task: Task, so_path: str, seed: int = 0) -> tuple[bool, list[str]]:
-    import torch
-
-    from cudaperf.check import compare
+def reference_cases(task: Task, seed: int = 0) -> list[tuple[TestConfig, dict[str, Any], dict[str, np.ndarray]]]:
+    """(test, inputs, reference outputs) for every test of `task`: fresh inputs per test (seed +
+    test index) and the module's outputs on them in float64 on the GPU (the harness' reference
+    precision). float64 also keeps cuDNN's and cuBLAS' TF32 out of the reference: a float32 conv
+    reference computed with TF32 is off by ~1e-3 relative and fails exact float32 kernels."""
     from cudaperf.inputs import make_inputs
     from cudaperf.torchtasks.runtime import reference_outputs
 
-    fn = getattr(ctypes.CDLL(so_path), task.entry)
-    fails = []
+    cases = []
     for j, test in enumerate(task.tests):
         arrays = make_inputs(task, test, seed + j)
+        cases.append((test, arrays, reference_outputs(task, test, arrays, device="cuda", double=True)))
+    return cases
+
+
+def check_variant(task: Task, so_path: str, seed: int = 0,
+                  cases: list[tuple[TestConfig, dict[str, Any], dict[str, np.ndarray]]] | None = None
+                  ) -> tuple[bool, list[str]]:
+    """Call the variant in `so_path` on every case (`reference_cases(task, seed)` unless given:
+    one set serves all variants of a task) and compare its outputs with the reference under the
+    task's tolerance; inputs must come back unchanged. Returns (all passed, failure messages)."""
+    import torch
+
+    from cudaperf.check import compare
+
+    fn = getattr(ctypes.CDLL(so_path), task.entry)
+    fails = []
+    for test, arrays, want in (cases if cases is not None else reference_cases(task, seed)):
         bufs = _device_buffers(task, test, arrays)
         before = {n: b.clone() for n, b in bufs.items() if n in arrays}
         fn(*c_args(task, test, {n: b.data_ptr() for n, b in bufs.items()}))
         torch.cuda.synchronize()
-        want = reference_outputs(task, test, {n: bufs[n].cpu().numpy() for n in before}, device="cuda")
         for n, ref in want.items():
             p = next(q for q in task.signature if q.name == n)
             res = compare(bufs[n].cpu().numpy(), ref, tol=task.tol(), dtype=p.dtype)
@@ -133,28 +152,46 @@ def check_variant(task: Task, so_path: str, seed: int = 0) -> tuple[bool, list[s
     return not fails, fails
 
 
+@contextlib.contextmanager
+def strict_fp32():
+    """cuDNN and cuBLAS in full float32 (no TF32) inside the block: the baselines then compute
+    what the candidates must compute (float32, checked against a float64 reference)."""
+    import torch
+
+    prev = torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = prev
+
+
 def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 20, with_compile: bool = True,
                 cache_dir: str = ".cache/cudaperf") -> dict[str, Any]:
     import torch
 
     from cudaperf.compile import compile_candidate
-    from cudaperf.inputs import make_inputs
     from cudaperf.torchtasks.runtime import instantiate
 
     lock = _LOCK or _NO_LOCK
     row: dict[str, Any] = {"task_id": task.task_id, "family": task.family, "gpu": torch.cuda.get_device_name(),
-                           "torch": torch.__version__, "variants": {}, "l2_flush_bytes": L2_FLUSH_BYTES}
+                           "torch": torch.__version__, "variants": {}, "l2_flush_bytes": L2_FLUSH_BYTES,
+                           "tf32": False, "reference": "float64"}
     perf = task.perf_test
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
+    cases = None  # made once per task, when the first variant compiles
     for v in task.variants:
         cr = compile_candidate(v.source, arch=arch, cache_dir=cache_dir)
         rec: dict[str, Any] = {"compiled": cr.ok, "built_with": cr.built_with}
         if cr.ok:
             with lock.shared():
-                ok, fails = check_variant(task, cr.so_path, seed)
+                if cases is None:
+                    cases = reference_cases(task, seed)
+                ok, fails = check_variant(task, cr.so_path, seed, cases)
             rec.update(correct=ok, failures=fails[:5])
             if ok:
-                arrays = make_inputs(task, perf, seed + 100)
+                # timed on the perf test's checked inputs: valid data, no second draw
+                arrays = next(a for t, a, _ in cases if t.name == perf.name)
                 bufs = _device_buffers(task, perf, arrays)
                 fn = getattr(ctypes.CDLL(cr.so_path), task.entry)
                 args = c_args(task, perf, {n: b.data_ptr() for n, b in bufs.items()})
@@ -164,8 +201,9 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
         else:
             rec["log"] = cr.log[-2000:]
         row["variants"][v.name] = rec
+    del cases
     model, inputs = instantiate(task, perf, seed=seed, device="cuda")
-    with torch.no_grad():
+    with torch.no_grad(), strict_fp32():
         with lock.exclusive():
             row["eager_ms"], row["eager_cv"] = cuda_time_ms(lambda: model(*inputs), reps=reps, flush=flush)
         if with_compile:
@@ -230,11 +268,15 @@ def done_ids(out: Path) -> set[str]:
 
 
 def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path, *, procs: int,
-             max_seconds: float = 0, initializer: Callable | None = None, initargs: tuple = (),
-             log: Callable[[str], None] = print, clock: Callable[[], float] = time.monotonic) -> int:
+             max_seconds: float = 0, hard_seconds: float = 0, initializer: Callable | None = None,
+             initargs: tuple = (), log: Callable[[str], None] = print,
+             clock: Callable[[], float] = time.monotonic) -> int:
     """Run `fn(task_id)` for each id in `procs` spawned processes (in this one when procs <= 1),
     appending each row to `out` as it arrives; a task that raises gets an ``error`` row (measured
-    again on resume). No new task starts after `max_seconds` (0: no limit). Returns rows written."""
+    again on resume). No new task starts after `max_seconds` (0: no limit). At `hard_seconds` (0:
+    none; pool mode only) the tasks still running are abandoned and their processes killed, as on
+    KeyboardInterrupt: they get no row, so a resumed run measures them, and no orphan process
+    keeps the GPU busy after we return. Returns rows written."""
     start, n = clock(), 0
 
     def over() -> bool:
@@ -274,8 +316,17 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
         return ProcessPoolExecutor(procs, mp_context=mp.get_context("spawn"), initializer=initializer,
                                    initargs=initargs)
 
+    def kill(ex: ProcessPoolExecutor) -> None:
+        # shutdown() alone waits for running tasks (minutes for a slow one): kill the processes
+        # first (the executor keeps them in _processes; no public handle exists)
+        for p in list((getattr(ex, "_processes", None) or {}).values()):
+            with contextlib.suppress(Exception):
+                p.kill()
+        ex.shutdown(wait=False, cancel_futures=True)
+
     ex = pool()
     running: dict[Any, str] = {}
+    clean = False
     try:
         while todo or running:
             while todo and len(running) < procs and not over():
@@ -285,7 +336,14 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
                 todo.clear()
             if not running:
                 break
-            finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+            left = hard_seconds - (clock() - start) if hard_seconds else None
+            if left is not None and left <= 0:
+                log(f"hard limit of {hard_seconds:.0f} s: {len(running)} running task(s) abandoned, "
+                    f"measured on resume: {', '.join(sorted(running.values()))}")
+                running.clear()
+                kill(ex)
+                return n
+            finished, _ = wait(list(running), timeout=left, return_when=FIRST_COMPLETED)
             broken = False
             for f in finished:
                 tid = running.pop(f)
@@ -303,8 +361,12 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
                 ex.shutdown(wait=False, cancel_futures=True)
                 log("a worker process died; starting a fresh pool")
                 ex = pool()
+        clean = True
     finally:
-        ex.shutdown(wait=True, cancel_futures=True)
+        if clean:
+            ex.shutdown(wait=True, cancel_futures=True)
+        else:  # interrupted: no orphan may keep working on the GPU
+            kill(ex)
     return n
 
 
@@ -321,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--procs", type=int, default=1, help="parallel processes sharing the GPU (timings exclusive)")
     ap.add_argument("--max-seconds", type=float, default=0, help="start no task after this (0: no limit)")
+    ap.add_argument("--hard-seconds", type=float, default=0,
+                    help="abandon (and kill) tasks still running at this time; they are measured on resume "
+                    "(0: max-seconds + 120 when max-seconds is set, else no limit)")
     ap.add_argument("--prebuilt", default="", help="archive of the variants' libraries (python -m "
                     "cudaperf.prebuilt pack --tasks data/tasks/torch2cuda.jsonl.gz), installed into the cache first")
     ap.add_argument("--cache-dir", default=".cache/cudaperf")
@@ -330,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     if not torch.cuda.is_available():
         print("verify needs a CUDA GPU (none visible); nothing was measured", file=sys.stderr)
         return 2
-    tasks = load_tasks(a.tasks, families=a.families)
+    # stratified by family: a run cut short covers every family, not the first few in file order
+    tasks = stratified_order(load_tasks(a.tasks, families=a.families))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = done_ids(out)
@@ -347,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
     threads = max(1, (os.cpu_count() or 1) // max(1, a.procs))
     t0 = time.monotonic()
     n = run_pool(todo, functools.partial(_verify_by_id, opts=opts), out, procs=a.procs, max_seconds=a.max_seconds,
+                 hard_seconds=a.hard_seconds or (a.max_seconds + 120 if a.max_seconds else 0),
                  initializer=_init_worker, initargs=(a.tasks, os.path.join(lock_dir, "lock"), threads),
                  log=lambda m: print(m, flush=True))
     el = time.monotonic() - t0
