@@ -596,6 +596,13 @@ def feature_directions(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequen
     return pd.DataFrame(rows)
 
 
+def naive_slowest_scores(items: pd.DataFrame) -> np.ndarray:
+    """The trivial rule "any rewrite beats the naive translation": naive 0, every other variant
+    1 (two rewrites tie). A learned ranker must beat it to show it knows *which* structure wins,
+    not only that some optimisation happened (phî of a naive variant is its own reference)."""
+    return (items["variant"].to_numpy() != "naive").astype(float)
+
+
 def single_scores(items: pd.DataFrame, column: str, sign: float) -> np.ndarray:
     """One feature as a score; a missing value (variant not profiled) ties with every other."""
     return np.nan_to_num(sign * items[column].to_numpy(float))
@@ -614,7 +621,7 @@ def baseline_scores(items: pd.DataFrame, pairs: pd.DataFrame, columns: Sequence[
     """{name: scores} for the baselines; 'random' holds a list of seeded draws."""
     rng = np.random.default_rng(seed)
     out: dict[str, Any] = {"random": [rng.random(len(items)) for _ in range(random_draws)],
-                           "hand_weighted": hand_scores(items)}
+                           "hand_weighted": hand_scores(items), "naive_slowest": naive_slowest_scores(items)}
     for c, sgn in single_feature_signs(items, pairs, columns).items():
         out[f"single:{c[2:]}{'+' if sgn > 0 else '-'}"] = single_scores(items, c, sgn)
     return out
@@ -735,8 +742,12 @@ def family_folds(families: Iterable[str], k: int, seed: int = 0) -> list[list[st
 
 def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed: int = 0,
                    val_share: float = 1 / 6, lgbm_rounds: int = 400, train_fraction: float = 1.0,
-                   baselines: bool = True) -> CVReport:
+                   baselines: bool = True, group: str = "family") -> CVReport:
     """Family-grouped k-fold cross-validation: every family is held out once.
+
+    ``group="task"`` deals tasks into the folds instead (the in-family setting: held-out
+    programs of families the ranker has seen), the contrast that tells whether the features or
+    the number of families limit held-out-family accuracy. `CVReport.folds` then lists tasks.
 
     The fixed train / val / test split holds out a handful of families, so its test accuracy
     rests on a few dozen pairs of a few programs. Here each fold's held-out families are scored
@@ -746,10 +757,13 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
     route: a single feature's sign is chosen on its fold's training pairs, the hand-weighted sum
     is fixed, random is the mean of seeded draws. `train_fraction` < 1 trains each fold on that
     share of its training families (seeded; for `learning_curve`), `baselines=False` skips them."""
-    folds = family_folds(items["family"], k, seed)
+    if group not in ("family", "task"):
+        raise ValueError(f"group must be 'family' or 'task', not {group!r}")
+    key = items["family" if group == "family" else "task_id"]
+    folds = family_folds(key, k, seed)
     if len(folds) < 2:
-        raise ValueError(f"cross-validation needs at least 2 families; the data has {len(folds)}")
-    fam = items["family"].to_numpy()
+        raise ValueError(f"cross-validation needs at least 2 {group} groups; the data has {len(folds)}")
+    fam = key.to_numpy()  # the grouping label of each item (a family, or a task)
     pos_fam = fam[pairs["pos"].to_numpy()]
     rng = np.random.default_rng(seed)
     oof: dict[str, dict[str, np.ndarray]] = {}  # feature set -> model -> out-of-fold scores
@@ -775,6 +789,7 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
                     "lambdarank": score_items(train_lambdarank(it, cols, rounds=lgbm_rounds, seed=seed), it)}
             if baselines:
                 fold["hand_weighted"] = hand_scores(it)
+                fold["naive_slowest"] = naive_slowest_scores(it)
                 for c, sgn in single_feature_signs(it, pr, cols).items():
                     fold[f"single:{c[2:]}"] = single_scores(it, c, sgn)
             mask = np.isin(fam, held)
@@ -973,7 +988,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     help="train: also cross-validate over families in this many folds (0: off)")
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args(list(argv) if argv is not None else None)
-    cv = None
+    cv = cv_in = None
     if not has_measurements(a.measurements):
         print(f"cudaperf ranker: no measurements at {a.measurements} (they are produced on a GPU "
               "by timing every dataset variant); nothing to train or evaluate.", file=sys.stderr)
@@ -999,6 +1014,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if a.cv_folds > 1:
             cv = cross_validate(items, pairs, k=a.cv_folds, seed=a.seed)
             save_metrics(mdir / "cv_metrics.json", cv.metrics, items, pairs, folds=cv.folds, **settings)
+            cv_in = cross_validate(items, pairs, k=a.cv_folds, seed=a.seed, group="task")
+            save_metrics(mdir / "cv_infamily_metrics.json", cv_in.metrics, items, pairs, group="task",
+                         **settings)
     else:
         rows = []
         for f in model_files(mdir):
@@ -1018,7 +1036,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         metrics = pd.DataFrame(rows)
     if a.json:
         print(json.dumps({"n_items": len(items), "n_pairs": len(pairs), "metrics": _metrics_records(metrics),
-                          **({"cv_metrics": _metrics_records(cv.metrics)} if cv is not None else {})}, indent=1))
+                          **({"cv_metrics": _metrics_records(cv.metrics),
+                              "cv_infamily_metrics": _metrics_records(cv_in.metrics)} if cv is not None else {})},
+                         indent=1))
     else:
         print(f"{len(items)} timed variants, {len(pairs)} pairs "
               f"(margin {a.margin}, k {a.k})")
@@ -1026,6 +1046,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if cv is not None:
             print(f"\nfamily-grouped {len(cv.folds)}-fold cross-validation (every pair held out once):")
             print(cv.metrics.to_string(index=False, float_format="%.3f"))
+            m = cv_in.metrics
+            m = m[m["learned"] | m["model"].isin(["random", "hand_weighted", "naive_slowest"])]
+            print(f"\nin-family (task-grouped) {a.cv_folds}-fold cross-validation: held-out programs of seen families")
+            print(m.to_string(index=False, float_format="%.3f"))
     return 0
 
 

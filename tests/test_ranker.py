@@ -406,6 +406,29 @@ def test_cross_validation_cannot_memorise_held_out_families():
         assert abs(m.loc[k, "pair_acc"] - 0.5) < 0.1, k
 
 
+def test_in_family_cross_validation_holds_out_tasks_not_families(data):
+    items, pairs = data
+    cv = ranker.cross_validate(items, pairs, k=4, lgbm_rounds=60, baselines=False, group="task")
+    held = [t for fold in cv.folds for t in fold]
+    assert sorted(held) == sorted(items["task_id"].unique())  # every task held out exactly once
+    assert any(len({t.split("/")[0] for t in fold}) > 1 for fold in cv.folds)  # families mixed
+    m = cv.metrics.set_index(["feature_set", "model"])
+    assert int(m.loc[("static", "linear"), "n_pairs"]) == len(pairs)
+    assert m.loc[("static", "linear"), "pair_acc"] > 0.8  # synthetic rule shared by every family
+    with pytest.raises(ValueError):
+        ranker.cross_validate(items, pairs, group="variant")
+
+
+def test_naive_slowest_baseline_ties_the_rewrites():
+    items = _items([{"task_id": "t", "variant": "naive", "runtime_ms": 3.0, "cv": 0.0},
+                    {"task_id": "t", "variant": "tiled", "runtime_ms": 1.0, "cv": 0.0},
+                    {"task_id": "t", "variant": "vec", "runtime_ms": 2.0, "cv": 0.0}])
+    s = ranker.naive_slowest_scores(items)
+    pairs = ranker.make_pairs(items)
+    assert len(pairs) == 3  # naive < vec < tiled
+    assert ranker.pairwise_accuracy(s, pairs) == pytest.approx((1 + 1 + 0.5) / 3)
+
+
 def test_unprofiled_variants_have_missing_profiled_features_and_finite_scores(data):
     items, pairs = data
     raw = items[["task_id", "variant"]].copy()
