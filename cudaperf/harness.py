@@ -122,6 +122,7 @@ class Harness:
         self._input_files = InputFiles(self.scratch_base / "_inputs")
         self._clean_base: dict[tuple, tuple[float, float]] = {}
         self._clean_mu = threading.Lock()
+        self._clean_inflight: dict[tuple, threading.Event] = {}  # baselines being measured now
 
     # ------------------------------------------------------------------ environment
     def _select_gpus(self) -> list[int]:
@@ -485,6 +486,26 @@ class Harness:
         with self._clean_mu:
             if key in self._clean_base:
                 return self._clean_base[key]
+            ev = self._clean_inflight.get(key)
+            if ev is None:  # this thread measures it; others of the same task wait for it
+                self._clean_inflight[key] = threading.Event()
+        if ev is not None:
+            # Variants of one task arrive together (a batch, a GRPO group): one measurement
+            # serves them all instead of each starting its own runner for the same number.
+            ev.wait(timeout=self.cfg.run_timeout_s * 8)
+            with self._clean_mu:
+                return self._clean_base.get(key)
+        med, done = None, False
+        try:
+            med, done = self._measure_clean_baseline(task, gpu, slot, shim, base_so), True
+        finally:  # an unexpected error caches nothing (a later candidate measures it again)
+            with self._clean_mu:
+                if done:
+                    self._clean_base[key] = med
+                self._clean_inflight.pop(key).set()
+        return med
+
+    def _measure_clean_baseline(self, task: Task, gpu: int, slot: int, shim: Path, base_so: str) -> float | None:
         cfg, perf = self.cfg, task.perf_test
         try:
             with self._runner(gpu, slot) as (runner, scratch):
@@ -505,8 +526,6 @@ class Harness:
                 med = _median_cv(_floats(a, cfg.reps))[0]
         except gpuworker.RunnerDied:
             med = None  # the check is then skipped; the candidate's own record is unaffected
-        with self._clean_mu:
-            self._clean_base[key] = med
         return med
 
     def _init_runner(self, runner: gpuworker.Runner, shim: Path, gpu: int) -> tuple[str, str]:

@@ -165,6 +165,43 @@ def test_zero_and_partial_outputs_fail(harness):
     assert any(f.get("reason") == "mismatch" for f in rh.failures)
 
 
+def test_clean_baseline_is_measured_once_for_concurrent_variants_of_a_task(harness, monkeypatch):
+    """Variants of one task arrive together: one thread measures the naive variant alone, the
+    others wait for its number instead of starting runners of their own; a failed measurement
+    caches nothing."""
+    import threading
+
+    task = dev_tasks()[0]
+    calls = []
+
+    def measure(self, *a):
+        calls.append(threading.get_ident())
+        time.sleep(0.3)
+        return 1.25
+
+    monkeypatch.setattr(Harness, "_measure_clean_baseline", measure)
+    harness._clean_base.clear()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(harness._clean_baseline(task, 0, 0, None, "")))
+               for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == [1.25] * 4 and len(calls) == 1
+    assert harness._clean_baseline(task, 0, 0, None, "") == 1.25 and len(calls) == 1  # cached
+
+    def broken(self, *a):
+        raise OSError("runner could not start")
+
+    monkeypatch.setattr(Harness, "_measure_clean_baseline", broken)
+    other = dev_tasks()[1]
+    with pytest.raises(OSError):
+        harness._clean_baseline(other, 0, 0, None, "")
+    assert not harness._clean_inflight and len(harness._clean_base) == 1  # only the first task cached
+    harness._clean_base.clear()
+
+
 def test_gpu_lock_prefers_timing_and_reports_waits(tmp_path):
     """Checks share the GPU lock, a timed region has it alone; a check that arrives while a timed
     region waits queues behind it (so timing is never starved), and each thread's waits and
