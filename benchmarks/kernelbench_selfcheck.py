@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", type=int, nargs="+", default=[1])
     ap.add_argument("--out", required=True)
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems (0 = all)")
-    ap.add_argument("--chunk", type=int, default=16, help="problems per prepare/evaluate round")
+    ap.add_argument("--chunk", type=int, default=8, help="problems per prepare/evaluate round (a progress line each)")
     ap.add_argument("--max-seconds", type=float, default=None)
     ap.add_argument("--workers-per-gpu", type=int, default=4)
     a = ap.parse_args(argv)
