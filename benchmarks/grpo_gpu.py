@@ -11,8 +11,8 @@ Each stage fits in one 10-minute device call; run them in order, repeating `trai
 fresh M model, said so in settings.json), uses the mini profile's GRPOSettings (16 tasks x 8 attempts,
 up to 3 turns) and stops, checkpoints and exits after `--budget-s` seconds (default 480); the next call
 resumes from the newest checkpoint (TRL `resume_from_checkpoint`), and the step log drops rows past
-that checkpoint. R_str needs a ranker trained on GPU measurements (`--ranker`, default the first of
-data/ranker/linear_*.json); with none, only `--ablation ver_only` runs (the script says so).
+that checkpoint. R_str needs a ranker trained on GPU measurements (`--ranker`, default `cudaperf.ranker.reward_model`:
+the static-feature ranker with the best in-family cross-validated accuracy); with none, only `--ablation ver_only` runs (the script says so).
 NOTE: runs/ is not versioned. A run spanning several *fresh* machines must carry runs/grpo/<run>
 (the `carry` list of the device call) or it restarts from step 0.
 
@@ -50,12 +50,16 @@ def _tasks():
 
 
 def _ranker(arg: str) -> str:
+    """--ranker: a path, 'none', or empty for cudaperf.ranker.reward_model's choice (the static
+    ranker with the best in-family cross-validated accuracy)."""
     if arg == "none":
         return ""
     if arg:
         return arg
-    found = sorted((ROOT / "data/ranker").glob("linear_*.json"))
-    return str(found[0].relative_to(ROOT)) if found else ""
+    from cudaperf.ranker import reward_model
+
+    found = reward_model(ROOT / "data/ranker")
+    return str(found.relative_to(ROOT)) if found else ""
 
 
 def train(args) -> None:
@@ -69,7 +73,7 @@ def train(args) -> None:
         over["turns"] = args.turns
     s = grpo.GRPOSettings.for_profile("mini", **over)
     if s.ablation != "ver_only" and not s.ranker_path:
-        sys.exit("no ranker for R_str (data/ranker/linear_*.json or --ranker): train one on GPU "
+        sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
                  "measurements first, or run --ablation ver_only")
     out = grpo.run_grpo(args.run, "mini", tasks=_tasks(), settings=s, root=ROOT, resume=True)
     log = out.log

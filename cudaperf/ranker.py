@@ -902,6 +902,25 @@ def model_files(directory: str | Path) -> list[Path]:
     return [f for f in files if not f.name.endswith((".meta.json", "metrics.json"))]
 
 
+def reward_model(directory: str | Path = MODEL_DIR) -> Path | None:
+    """The saved ranker R_str should use during RL: among the rankers on *static* features (a
+    policy sample is scored from its source, never profiled), the learned one with the highest
+    in-family cross-validated accuracy on pairs >= 1.25x apart (``cv_infamily_metrics.json``):
+    the policy trains on the training families, so that is the setting its rewards live in.
+    Without that file: ``linear_static.json`` when present. None when no ranker is saved."""
+    d = Path(directory)
+    cv = d / "cv_infamily_metrics.json"
+    if cv.is_file():
+        m = pd.DataFrame(json.loads(cv.read_text())["metrics"])
+        m = m[(m["feature_set"] == "static") & m["learned"]].sort_values(f"pair_acc_ge{BIG_GAP}", ascending=False)
+        for model in m["model"]:
+            p = d / model_filename(f"{model}_static")
+            if p.is_file():
+                return p
+    p = d / model_filename("linear_static")
+    return p if p.is_file() else None
+
+
 def model_filename(key: str) -> str:
     return f"{key}.json" if key.startswith("linear_") else f"{key}.txt"
 

@@ -482,3 +482,18 @@ def test_feature_directions_count_which_way_the_faster_variant_points():
     assert d.loc["ops", "faster_higher"] == 1.0 and d.loc["ops", "hand_sign"] == -1.0
     assert d.loc["coal", "faster_higher"] == pytest.approx(1 / 3) and d.loc["coal", "tied"] == pytest.approx(1 / 3)
     assert d.loc["xfer", "tied"] == 1.0 and (d["pairs"] == 3).all()
+
+
+def test_reward_model_is_the_best_static_ranker_in_family(tmp_path, data):
+    items, pairs = data
+    cols = ranker.static_columns()
+    assert ranker.reward_model(tmp_path) is None
+    ranker.save(ranker.train_linear(items, pairs, cols), tmp_path / "linear_static.json")
+    assert ranker.reward_model(tmp_path) == tmp_path / "linear_static.json"  # no CV metrics yet
+    ranker.save(ranker.train_lgbm(items, pairs, cols, rounds=20), tmp_path / "lgbm_pairwise_static.txt")
+    rows = [{"feature_set": fs, "model": m, "learned": True, "pair_acc_ge1.25": acc}
+            for fs, m, acc in (("static", "linear", 0.7), ("static", "lgbm_pairwise", 0.9),
+                               ("static_prof", "lgbm_pairwise", 0.95), ("static", "lambdarank", 0.8))]
+    (tmp_path / "cv_infamily_metrics.json").write_text(json.dumps({"metrics": rows}))
+    # lambdarank ranks above linear but was not saved here; profiled features are never used
+    assert ranker.reward_model(tmp_path) == tmp_path / "lgbm_pairwise_static.txt"
