@@ -31,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudaperf import envinfo  # noqa: E402
+from cudaperf import envinfo, noise  # noqa: E402
 from cudaperf.config import get_profile  # noqa: E402
 from cudaperf.harness import Harness  # noqa: E402
 from cudaperf.tasks import Task, load_tasks  # noqa: E402
@@ -57,8 +57,9 @@ def pick_variants(tasks: list[Task], n: int, seed: int) -> list[tuple[Task, str,
     return out[:n]
 
 
-def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int) -> dict:
-    h = Harness(get_profile("mini", **{"harness.cache_dir": cache}).harness, workers_per_gpu=workers_per_gpu)
+def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int, gpus: str = "all") -> dict:
+    h = Harness(get_profile("mini", **{"harness.cache_dir": cache, "harness.gpus": gpus}).harness,
+                workers_per_gpu=workers_per_gpu)
     # Per-task one-off work (references on the CPU, the naive build) is measured apart: it is
     # paid once per task, not per candidate. Then the compile cache is emptied again, so every
     # candidate (and each task's naive baseline) is compiled cold.
@@ -139,24 +140,13 @@ def load_inline_rate(tasks: list[Task], n: int, seed: int, procs: int) -> dict:
 def repeatability(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int) -> dict:
     """Two independent timing runs (result store off) over the same variants; caches warm."""
     cfg = get_profile("mini", **{"harness.cache_dir": cache}).harness
-    runs = []
-    for _ in range(2):
-        h = Harness(cfg, use_store=False, workers_per_gpu=workers_per_gpu)
-        runs.append(h.evaluate_many([(t, s) for t, _, s in items], progress=True))
-        h.close()
-    a = np.array([r.runtime_ms if r.runtime_ms else np.nan for r in runs[0]])
-    b = np.array([r.runtime_ms if r.runtime_ms else np.nan for r in runs[1]])
-    ok = np.isfinite(a) & np.isfinite(b)
-    from scipy.stats import spearmanr
-
-    cvs = [r.cv for run in runs for r in run if r.cv is not None]
-    rho = float(spearmanr(a[ok], b[ok]).statistic) if ok.sum() > 2 else None
-    shift = np.abs(a[ok] - b[ok]) / ((a[ok] + b[ok]) / 2)
-    return {"variants": len(items), "timed_both": int(ok.sum()), "median_cv": float(np.median(cvs)) if cvs else None,
-            "p90_cv": float(np.percentile(cvs, 90)) if cvs else None, "spearman": rho,
-            "median_rel_shift": float(np.median(shift)) if ok.any() else None,
-            "pairs": [{"task_id": t.task_id, "variant": v, "run1_ms": x, "run2_ms": y}
-                      for (t, v, _), x, y in zip(items, a.tolist(), b.tolist())]}
+    a, b = (noise.measure(items, cfg, workers_per_gpu) for _ in range(2))
+    c = noise.compare(a, b)
+    return {"variants": c["variants"], "timed_both": c["timed_both"], "median_cv": c["median_cv_a"],
+            "p90_cv": c["p90_cv_a"], "spearman": c["spearman"], "median_rel_shift": c["median_rel_shift"],
+            "compare": c,
+            "pairs": [{"task_id": t, "variant": v, "run1_ms": x, "run2_ms": y} for t, v, x, y in
+                      zip(a["task_id"], a["variant"], a["runtime_ms"].tolist(), b["runtime_ms"].tolist())]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,6 +158,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workers-per-gpu", type=int, nargs="+", default=[12],
                     help="runner threads per GPU; several values: one cold-cache throughput run each "
                          "(the first is the headline figure and is used for repeatability)")
+    ap.add_argument("--gpu-sets", nargs="+", default=["all"],
+                    help="harness GPU sets for the throughput runs, e.g. '0' '0,1': one cold run per set and "
+                         "workers value (the pool over one GPU against two)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
@@ -189,16 +182,18 @@ def main(argv: list[str] | None = None) -> int:
     items = pick_variants(tasks, a.n_throughput, a.seed)
     cache = tempfile.mkdtemp(prefix="bench-")
     if "throughput" not in a.skip:
-        for w in a.workers_per_gpu:
-            run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
-            r = throughput(items, run_cache, w)
-            shutil.rmtree(run_cache, ignore_errors=True)
-            out.setdefault("throughput_by_workers", {})[str(w)] = r
-            out.setdefault("throughput", r)
-            print(f"throughput, {w} workers per GPU: {r['per_minute']:.0f} candidates/min "
-                  f"({r['candidates']} in {r['wall_s']:.1f} s; one-off task preparation {r['prepare_s']:.1f} s) "
-                  f"{r['status_counts']}", flush=True)
-            save()
+        for gs in a.gpu_sets:
+            for w in a.workers_per_gpu:
+                run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
+                r = throughput(items, run_cache, w, gs)
+                shutil.rmtree(run_cache, ignore_errors=True)
+                key = str(w) if gs == "all" else f"{w}@gpus={gs}"
+                out.setdefault("throughput_by_workers", {})[key] = r
+                out.setdefault("throughput", r)
+                print(f"throughput, {w} workers per GPU on GPUs {gs} ({r['gpus']}): {r['per_minute']:.0f} "
+                      f"candidates/min ({r['candidates']} in {r['wall_s']:.1f} s; one-off task preparation "
+                      f"{r['prepare_s']:.1f} s) {r['status_counts']}", flush=True)
+                save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
         print(f"load_inline: {out['load_inline']['per_minute']:.1f} candidates/min "
