@@ -251,3 +251,24 @@ def test_step_row_splits_the_step_time():
     assert row["t_update"] == pytest.approx(5.0)
     assert row["geomean_speedup"] == pytest.approx(4.0)
     assert row["trl/loss"] == 0.5 and "trl/note" not in row
+
+
+@pytest.mark.slow
+def test_two_rank_grpo_updates_the_weights_on_every_rank(tmp_path):
+    """Issue 10's multi-process path on CPU: torchrun starts two ranks of benchmarks/grpo_multi.py
+    (gloo), each trains two smoke steps; both report the same step count and a weight change > 0
+    (the gradients were all-reduced, so both moved by the same amount)."""
+    import json
+    import subprocess
+    import sys
+
+    out = tmp_path / "multi"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "benchmarks/grpo_multi.py",
+           "--profile", "smoke", "--steps", "2", "--out", str(out), "--check"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["world_size"] == 2 and summary["every_rank_updated"]
+    ranks = summary["ranks"]
+    assert [r["rank"] for r in ranks] == [0, 1] and {r["steps"] for r in ranks} == {2}
+    assert ranks[0]["max_weight_change"] == pytest.approx(ranks[1]["max_weight_change"])
