@@ -350,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--retry-failed", action="store_true", help="re-run stored pairs that are not correct")
     ap.add_argument("--profile", default="mini", help="harness settings from this profile")
     ap.add_argument("--workers-per-gpu", type=int, default=12)
+    ap.add_argument("--gpus", default="", help="harness GPUs ('all' or a comma list; default: the profile's)")
     ap.add_argument("--order", choices=["stratified", "task_id"], default="stratified",
                     help="order of a shard's tasks: stratified (every prefix covers all families in proportion, "
                          "and the first are the sample benchmarks/profile_dataset.py profiles) or task id")
@@ -386,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from cudaperf.config import get_profile
     from cudaperf.harness import Harness
 
-    harness = Harness(get_profile(a.profile).harness, workers_per_gpu=a.workers_per_gpu)
+    over = {"harness.gpus": a.gpus} if a.gpus else {}
+    harness = Harness(get_profile(a.profile, **over).harness, workers_per_gpu=a.workers_per_gpu)
     try:
         meta = run_metadata(harness, argv)
         slug = envinfo.gpu_slug(meta["gpu"] or "unknown-gpu")
