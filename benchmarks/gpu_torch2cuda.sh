@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# torch2cuda on the GPU in one device call: the torchtasks gpu tests (TEST_S, 0 = skip), then
+# `python -m cudaperf.torchtasks.verify` resuming from the committed rows for the time left of
+# BUDGET_S (a hard limit kills what still runs, so nothing outlives the call's budget), then
+# (KB_S > 0) the KernelBench self-check on level 1. Carry .whl, .prebuilt/torch2cuda.tar.gz and,
+# for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. Copy $OUT/torch2cuda_<gpu>.jsonl to
+# data/measurements/ and the logs to data/bench/.
+#   BUDGET_S=520 PROCS=12 TEST_S=120 KB_S=0 bash benchmarks/gpu_torch2cuda.sh
+set -uo pipefail
+source "$(dirname "$0")/gpu_env.sh"
+END=$(( SECONDS + ${BUDGET_S:-520} ))
+SLUG=$(python3 -c "from cudaperf import envinfo; print(envinfo.gpu_slug(envinfo.gpus()[0]['name']))")
+ROWS="$OUT/torch2cuda_$SLUG.jsonl"
+cp "data/measurements/torch2cuda_$SLUG.jsonl" "$ROWS" 2>/dev/null || true
+if [ "${TEST_S:-120}" -gt 0 ]; then
+  timeout -s INT "${TEST_S:-120}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
+    tests/test_torchtasks.py > "$OUT/gpu_tests_${SLUG}_torchtasks_full.log" 2>&1
+  echo "== torchtasks gpu tests"; tail -4 "$OUT/gpu_tests_${SLUG}_torchtasks_full.log" | cut -c1-300
+fi
+KB=${KB_S:-0}
+LEFT=$(( END - SECONDS - KB ))
+# verify stops starting tasks at LEFT - 90 and kills what still runs at LEFT - 20
+timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
+  --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
+  --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
+echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
+if [ "$KB" -gt 0 ] && [ -f .prebuilt/kernelbench_l1_l3.jsonl ]; then
+  timeout -s INT "$KB" python3 benchmarks/kernelbench_selfcheck.py --source .prebuilt/kernelbench_l1_l3.jsonl \
+    --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --max-seconds $(( KB - 40 )) \
+    --workers-per-gpu "${KB_WORKERS:-8}" > "$OUT/kb_selfcheck.log" 2>&1
+  echo "== KernelBench self-check"; grep -v "it/s\]" "$OUT/kb_selfcheck.log" | tail -12 | cut -c1-300
+fi
+python3 - "$ROWS" <<'EOF'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ok = [r for r in rows if "error" not in r]
+bad = [(r["task_id"], v) for r in ok for v, x in r["variants"].items() if not x.get("correct")]
+print(f"{len(ok)} tasks measured, {len(rows) - len(ok)} error rows, {len(bad)} variants not correct: {bad[:10]}")
+EOF
