@@ -7,7 +7,8 @@
 #   SAMPLE=3000 BUDGET_S=520 bash benchmarks/gpu_verify.sh             (the profiled sample instead)
 # A shard starts only with MIN_SHARD_S (240) seconds left. GPUS="0" / "0,1": the harness GPUs
 # (default all visible); on a two-GPU machine, one shard with GPUS=0 and one with GPUS=0,1 give the
-# pool's variants/min over one GPU against two (issue 10).
+# pool's variants/min over one GPU against two (issue 10). TRUSTED=1 (default): verify_dataset.py
+# --trusted (no recheck after timing, one input seed per test: half the perf-size references).
 # Each shard is walked in the stratified order (verify_dataset --order): a shard cut short still
 # covers every family, and the profiled sample comes first.
 # A task's variants share one runner (verify_dataset's default) and groups stream: one starts
@@ -29,7 +30,7 @@ verify() {
   [ -f "$archive" ] && pre=(--prebuilt "$archive")
   timeout -s ABRT $(( left + 60 )) python3 -X faulthandler benchmarks/verify_dataset.py "$@" \
     --out-dir "$OUT" --max-seconds "$left" --workers-per-gpu "${WORKERS:-12}" --prepare-tasks "${PREP:-40}" \
-    ${GPUS:+--gpus "$GPUS"} \
+    ${GPUS:+--gpus "$GPUS"} $([ "${TRUSTED:-1}" = 1 ] && echo --trusted) \
     ${pre[@]+"${pre[@]}"} --sample-stacks "$OUT/stacks_$name.txt" > "$OUT/verify_$name.log" 2>&1
   echo "== $name"; grep -v "it/s\]" "$OUT/verify_$name.log" | tail -14 | cut -c1-700
 }

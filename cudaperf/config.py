@@ -63,6 +63,10 @@ class HarnessConfig:
     flush_l2: bool = _f(True, "Overwrite a buffer twice the L2 size between repetitions.")
     check_seeds: int = _f(2, "Input seeds per test (references cached per task, test, seed). Checks draw one at "
                              "random; the recheck after timing always uses another, so 2 already defeats caching.")
+    recheck: bool = _f(True, "Check correctness again on fresh inputs after timing (catches candidates that cache "
+                             "or keep state). Off only for trusted code (dataset verification: with check_seeds=1 "
+                             "it halves the perf-size references, the costliest CPU work); records then have no "
+                             "'recheck' timing.")
     spot_check: bool = _f(True, "Check the outputs of one timed call, picked at random per candidate (poisoned before, "
                                 "copied back after, outside the timed interval): a candidate that skips work while "
                                 "timed fails. Off for tasks with in/out buffers (repeated calls change them).")

@@ -198,11 +198,14 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
         base = _median_cv(_floats(fields[0], cfg.reps))
         for i, f in zip(good, fields[1:]):
             h._note_times(out[i], _median_cv(_floats(f, cfg.reps)), base)
-        # ---- recheck on fresh inputs, on the buffers that were timed
-        t = clock()
-        other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
-        recheck = checked_all(perf, rng.choice(other), good)
-        common["recheck"] = round(clock() - t, 4)
+        # ---- recheck on fresh inputs, on the buffers that were timed (HarnessConfig.recheck)
+        if cfg.recheck:
+            t = clock()
+            other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
+            recheck = checked_all(perf, rng.choice(other), good)
+            common["recheck"] = round(clock() - t, 4)
+        else:
+            recheck = dict.fromkeys(good)  # every timed variant passes on to the verdict unrechecked
     common.update(lock.take_stats())
     for i, res in enumerate(out):
         res.gpu = gpu_name

@@ -232,6 +232,32 @@ def test_spot_check_off_lets_it_through(emu, monkeypatch):
     assert memo.status == "wrong" and "hack:stateful_or_cached" in memo.flags  # the recheck still works
 
 
+def test_trusted_mode_skips_the_recheck_and_the_second_seed(emu, monkeypatch):
+    """recheck=False, check_seeds=1 (dataset verification of our own variants): verdicts and
+    timings as before, no 'recheck' timing, and only seed 0's references are made. Without the
+    spot check, a memoising candidate then passes: which is why it is for trusted code only."""
+    import dataclasses
+
+    monkeypatch.setattr(emu, "cfg", dataclasses.replace(emu.cfg, recheck=False, check_seeds=1, spot_check=False))
+    seeds = []
+    real = H.Harness._reference
+
+    def spy(self, task, test, seed):
+        seeds.append(seed)
+        return real(self, task, test, seed)
+
+    monkeypatch.setattr(H.Harness, "_reference", spy)
+    ok, zeros, memo = emu.evaluate_many([(TASK, REF + "\n// t1\n"), (TASK, ZEROS + "\n// t1\n"),
+                                         (TASK, MEMO + "\n// t1\n")])
+    assert ok.status == "correct" and ok.runtime_ms > 0 and "recheck" not in ok.timings, ok.timings
+    assert zeros.status == "wrong"
+    assert memo.status == "correct"  # nothing rechecks it: trusted code only
+    (a, z), = emu.evaluate_groups([(TASK, [REF + "\n// t2\n", ZEROS + "\n// t2\n"])])
+    assert a.status == "correct" and a.runtime_ms > 0 and "recheck" not in a.timings
+    assert z.status == "wrong"
+    assert set(seeds) == {0}
+
+
 def test_reference_reads_the_runners_input_files(emu, tmp_path):
     """The harness's references are computed on its input-file store: inputs drawn once for the
     reference and the runners, and the outputs equal a reference that drew its own."""
