@@ -20,10 +20,14 @@ fi
 KB=${KB_S:-0}
 LEFT=$(( END - SECONDS - KB ))
 # verify stops starting tasks at LEFT - 90 and kills what still runs at LEFT - 20
-timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
-  --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
-  --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
-echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
+if [ "$LEFT" -ge 150 ]; then
+  timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
+    --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
+    --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
+  echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
+else
+  echo "== verify skipped: ${LEFT}s left for it"
+fi
 if [ "$KB" -gt 0 ] && [ -f .prebuilt/kernelbench_l1_l3.jsonl ]; then
   timeout -s INT "$KB" python3 benchmarks/kernelbench_selfcheck.py --source .prebuilt/kernelbench_l1_l3.jsonl \
     --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --max-seconds $(( KB - 40 )) \
