@@ -433,12 +433,22 @@ def _start_policy(s: GRPOSettings, tasks: Sequence[Task], root, out_dir: Path):
         return model, tok, src
     model, tok, src = load_start_policy(s, tasks, root, out_dir)
     if not (s.lora or s.quantize_4bit):  # peft models use the adapter-free base as reference
-        start.mkdir(parents=True, exist_ok=True)
-        model.save_pretrained(str(start))
-        tok.save_pretrained(str(start))
-        (start / "source.txt").write_text(src)
+        dist = _process_state()
+        if dist.is_main_process:  # one writer; with several ranks DDP starts all from rank 0's weights
+            start.mkdir(parents=True, exist_ok=True)
+            model.save_pretrained(str(start))
+            tok.save_pretrained(str(start))
+            (start / "source.txt").write_text(src)
+        dist.wait_for_everyone()  # the reference model is read from there by every rank
         model.config._name_or_path = str(start.resolve())
     return model, tok, src
+
+
+def _process_state():
+    """accelerate's process state: one process normally; every rank under accelerate / torchrun."""
+    from accelerate import PartialState
+
+    return PartialState()
 
 
 @dataclass
@@ -479,8 +489,10 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     out_dir = Path(root, runs_dir, run)
     run_dir.mkdir(parents=True, exist_ok=True)
     ck = last_checkpoint(out_dir) if resume else None
-    if not resume and out_dir.exists():
+    dist = _process_state()
+    if not resume and out_dir.exists() and dist.is_main_process:
         shutil.rmtree(out_dir)
+    dist.wait_for_everyone()  # no rank may start writing out_dir before it is cleared
     log_path = run_dir / "steps.parquet"
     rows: list[dict] = []
     if ck is not None:
