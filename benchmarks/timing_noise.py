@@ -64,24 +64,25 @@ def main(argv: list[str] | None = None) -> int:
     runs["idle"] = noise.measure(items, cfg, a.workers_per_gpu)
     load_info: dict = {}
     if a.during:
-        log = open(out_dir / "timing_noise_load.log", "w")
-        load = subprocess.Popen(a.during, shell=True, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        print(f"load started (pid {load.pid}): {a.during}; timing after {a.settle_s:.0f} s", flush=True)
-        time.sleep(a.settle_s)
-        started_running = load.poll() is None
-        t1 = time.monotonic()
-        runs["loaded"] = noise.measure(items, cfg, a.workers_per_gpu)
-        load_info = {"command": a.during, "settle_s": a.settle_s, "loaded_run_s": round(time.monotonic() - t1, 1),
-                     "load_running_throughout": bool(started_running and load.poll() is None),
-                     "load_exit_code_before_stop": load.poll()}
-        if load.poll() is None:  # the load has served its purpose; SIGINT lets it checkpoint
-            os.killpg(load.pid, signal.SIGINT)
-            try:
-                load.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                os.killpg(load.pid, signal.SIGKILL)
-                load.wait()
-        log.close()
+        with open(out_dir / "timing_noise_load.log", "w") as log:
+            load = subprocess.Popen(a.during, shell=True, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True)
+            print(f"load started (pid {load.pid}): {a.during}; timing after {a.settle_s:.0f} s", flush=True)
+            time.sleep(a.settle_s)
+            started_running = load.poll() is None
+            t1 = time.monotonic()
+            runs["loaded"] = noise.measure(items, cfg, a.workers_per_gpu)
+            load_info = {"command": a.during, "settle_s": a.settle_s,
+                         "loaded_run_s": round(time.monotonic() - t1, 1),
+                         "load_running_throughout": bool(started_running and load.poll() is None),
+                         "load_exit_code_before_stop": load.poll()}
+            if load.poll() is None:  # the load has served its purpose; SIGINT lets it checkpoint
+                os.killpg(load.pid, signal.SIGINT)
+                try:
+                    load.wait(timeout=120)
+                except subprocess.TimeoutExpired:
+                    os.killpg(load.pid, signal.SIGKILL)
+                    load.wait()
         print("idle run after the load", flush=True)
     runs["idle_after"] = noise.measure(items, cfg, a.workers_per_gpu)
     summary = {name: noise.compare(runs["idle"], df) for name, df in runs.items() if name != "idle"}

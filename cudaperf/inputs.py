@@ -172,7 +172,7 @@ def _finish(vals: np.ndarray, dt: np.dtype, where: str) -> np.ndarray:
     if dt.kind == "f":
         if vals.dtype == dt:  # drawn in its dtype: nothing to convert (perf sizes are GBs)
             return vals
-        # exactly representable by construction; no copy when already there
+        # drawn in float64 (or as integers): exactly representable in dt by construction
         return vals.astype(np.float64, copy=False).astype(dt, copy=False)
     if vals.dtype.kind == "f":
         if not np.all(np.isfinite(vals)) or np.any(vals != np.floor(vals)):

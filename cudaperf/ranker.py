@@ -729,7 +729,7 @@ LEARNED = ("linear", "lgbm_pairwise", "lambdarank")
 class CVReport:
     metrics: pd.DataFrame  # one row per (feature_set, model), over every pair, out of fold
     scores: dict[str, np.ndarray]  # "<model>_<feature_set>" -> out-of-fold scores of all items
-    folds: list[list[str]]  # the families held out in each fold
+    folds: list[list[str]]  # the families (group="task": the tasks) held out in each fold
     train_families: list[int]  # how many families each fold trained on
 
 
@@ -769,10 +769,12 @@ def cross_validate(items: pd.DataFrame, pairs: pd.DataFrame, *, k: int = 6, seed
     oof: dict[str, dict[str, np.ndarray]] = {}  # feature set -> model -> out-of-fold scores
     random_draws = [rng.random(len(items)) for _ in range(20)]
     n_train: list[int] = []
+    groups = sorted(set(fam))
     for fs, cols in feature_sets(items).items():
         n_train = []
         for i, held in enumerate(folds):
-            rest = [f for f in sorted(set(fam)) if f not in held]
+            held_set = set(held)  # thousands of tasks per fold with group="task"
+            rest = [f for f in groups if f not in held_set]
             n_val = max(1, round(len(rest) * val_share))
             perm = list(np.random.default_rng(seed + 1 + i).permutation(rest))
             val, train = perm[:n_val], perm[n_val:]

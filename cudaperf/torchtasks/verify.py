@@ -19,8 +19,8 @@ candidates.
 
 Parallel runs (``--procs N``): N spawned processes take tasks as they free up; correctness checks
 and torch.compile's compilation run concurrently under the shared side of a GPU lock across the
-processes (`cudaperf.gpulock.GpuLock`, the harness' own), every timed region under its exclusive side, so no two timings ever
-overlap with other GPU work. ``--prebuilt`` installs libraries built on the CPU machine with the
+processes (`cudaperf.gpulock.GpuLock`, the harness' own), every timed region under its exclusive
+side, so no two timings ever overlap with other GPU work. ``--prebuilt`` installs libraries built on the CPU machine with the
 same nvcc (`cudaperf.prebuilt`), so the GPU machine runs no nvcc for them.
 """
 from __future__ import annotations
@@ -341,8 +341,7 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
                 log(f"hard limit of {hard_seconds:.0f} s: {len(running)} running task(s) abandoned, "
                     f"measured on resume: {', '.join(sorted(running.values()))}")
                 running.clear()
-                kill(ex)
-                return n
+                return n  # not clean: the finally below kills the processes
             finished, _ = wait(list(running), timeout=left, return_when=FIRST_COMPLETED)
             broken = False
             for f in finished:
