@@ -2,25 +2,28 @@
 
 Each stage fits in one 10-minute device call:
 
-    python benchmarks/sft_gpu.py train --size L --budget-s 400      # -> data/models/sft-L/
-    python benchmarks/sft_gpu.py eval  --size L --eval-tasks 0      # -> data/models/sft-L/eval.parquet
-    python benchmarks/sft_gpu.py all   --size S --budget-s 240 --eval-tasks 120
+    python benchmarks/sft_gpu.py train  --size L --budget-s 400 --epochs 1   # -> data/models/sft-L/
+    python benchmarks/sft_gpu.py sample --size L --split test --eval-tasks 48  # -> sft-L/samples_test.jsonl.gz
+    python benchmarks/sft_gpu.py eval   --size S M L --models runs/models --split test --eval-tasks 48
 
 `train` builds the dataset, loads the committed tokenizer (data/tokenizer; trains and saves it if
-missing), builds SFT records from the TRAIN split (every variant + refinement transcripts; measured
-variants from data/measurements/ or `--measurements` supply the attempts' speedups), drops records longer than
+missing), builds SFT records from the TRAIN split minus its in-family held-out programs
+(meta in_family_split = val), i.e. every variant + refinement transcripts (measured variants from
+data/measurements/ or `--measurements` supply the attempts' speedups), drops records longer than
 `max_length` (counted in train_log.json, never truncated), trains with TRL's SFTTrainer until
 the epochs or the wall-clock budget run out, and saves fp16 safetensors in shards <= 16 MB plus
 the tokenizer and train_log.json (loss curve, steps, seconds, parameters, dropped records).
 
-`eval` samples `n` completions for each TEST-split task (held-out families; `--eval-tasks K`
-takes a family-stratified slice of K tasks, 0 = all), extracts the code and runs every sample
-through the harness (compile -> check -> time against the naive variant). Per-sample records go
-to eval.parquet, the summary (compile rate, pass@1, pass@5, geomean speedup, fast_p) to
-eval_summary.json. Nothing is written for a stage that did not finish. All 497 test tasks x 5
-samples do not fit one call (sampling ~4 min for L, ~2,500 compiles ~4 min, references): split
-them with `--shard 0/3`, `--shard 1/3`, `--shard 2/3`; eval.parquet is assembled when all shards
-exist, and eval_summary.json always states how many shards it covers.
+Two evaluation splits (`--split`): `test`, the held-out families (the issue's target), and
+`infamily`, held-out programs of the train families. `sample` draws `n` completions per task of a
+family-stratified slice (`--eval-tasks K`, 0 = all) and saves them; several models sample side by
+side on one GPU. `eval` runs every saved sample of every `--size` through ONE harness (compile ->
+check -> time against the naive variant; the tasks are prepared once for all models, and timing
+never overlaps sampling), sampling first where samples are missing. Per-sample records go to
+eval.parquet (eval_infamily.parquet), the summary (compile rate, pass@1, pass@5, geomean
+speedup, fast_p) to eval_summary.json (eval_infamily_summary.json). Nothing is written for a
+stage that did not finish. A whole split may not fit one call: `--shard 0/3`, `1/3`, `2/3`;
+the parquet is assembled when all shards exist, and the summary states how many it covers.
 
 GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_harness_evidence.sh
 does): trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent) for `train`;
@@ -66,15 +69,20 @@ def train(args) -> None:
 
     from cudaperf import policy
 
-    cfg = policy.PolicyConfig.for_profile("mini", model_size=args.size, sft_time_budget_s=args.budget_s,
+    size = args.size[0]
+
+    cfg = policy.PolicyConfig.for_profile("mini", model_size=size, sft_time_budget_s=args.budget_s,
                                           sft_epochs=args.epochs, batch_size=args.batch_size,
                                           learning_rate=args.lr, seed=args.seed)
-    out = Path(args.out or ROOT / "data/models" / f"sft-{args.size}")
+    out = _model_dir(args, size)
     tasks = _tasks()
     tok = policy.get_tokenizer(cfg, tasks, ROOT)
     meas = _measurements(args.measurements)
     _log(f"{len(meas) if meas else 0} measured (task, variant) speedups for refinement feedback")
-    train_tasks = [t for t in tasks if t.split == "train"]
+    # The in-family held-out programs (meta in_family_split = val) stay out of SFT so that
+    # `eval --split infamily` measures programs the policy has not seen, of families it has.
+    train_tasks = [t for t in tasks if t.split == "train" and t.meta.get("in_family_split") != "val"]
+    held = sum(1 for t in tasks if t.split == "train" and t.meta.get("in_family_split") == "val")
     val_tasks = policy.stratified([t for t in tasks if t.split == "val"], args.val_tasks, cfg.seed)
     t0 = time.perf_counter()
     ex = policy.sft_examples(train_tasks, meas, refine=cfg.sft_refine)
@@ -94,7 +102,8 @@ def train(args) -> None:
     import shutil
 
     shutil.rmtree(out / "_trainer", ignore_errors=True)
-    log = {"size": cfg.model_size, "parameters": n_params, "steps": res.steps, "seconds": res.seconds,
+    log = {"size": cfg.model_size, "parameters": n_params, "train_tasks": len(train_tasks),
+           "in_family_val_tasks_held_out": held, "steps": res.steps, "seconds": res.seconds,
            "stopped_by_budget": res.stopped_by_budget, "train_records": len(ex),
            "dropped_too_long": dropped, "val_records": len(vex), "val_dropped_too_long": vdropped,
            "measured_variants": len(meas) if meas else 0, "losses": res.losses,
@@ -106,79 +115,152 @@ def train(args) -> None:
     _log(f"saved {out} ({sum(log['shard_mb']):.1f} MB in {len(shards)} shard(s))")
 
 
-def evaluate(args) -> None:
-    import pandas as pd
+SPLITS = {"test": "held-out families (split test)",
+          "infamily": "held-out programs of train families (meta in_family_split = val; not in SFT)"}
+
+
+def _eval_tasks(split: str, k: int, seed: int, shard: str):
+    """The evaluation tasks of `split`: a family-stratified slice of k (0 = all), then shard I/K."""
+    from cudaperf import policy
+
+    tasks = _tasks()
+    if split == "test":
+        pool = [t for t in tasks if t.split == "test"]
+    else:
+        pool = [t for t in tasks if t.split == "train" and t.meta.get("in_family_split") == "val"]
+    pool = policy.stratified(pool, k or len(pool), seed)
+    shard_i, shard_k = (int(x) for x in shard.split("/"))
+    return pool[shard_i::shard_k], shard_i, shard_k
+
+
+def _model_dir(args, size: str) -> Path:
+    if args.out and len(args.size) == 1:
+        return Path(args.out)
+    return Path(args.models) / f"sft-{size}"
+
+
+def _samples_path(d: Path, split: str, shard_i: int, shard_k: int) -> Path:
+    return d / (f"samples_{split}.jsonl.gz" if shard_k == 1 else f"samples_{split}-{shard_i}of{shard_k}.jsonl.gz")
+
+
+def sample_stage(args, size: str) -> Path:
+    """Sample n completions per evaluation task with the model in its folder; save them (gzipped JSONL)."""
+    import gzip
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cudaperf import policy
+
+    cfg = policy.PolicyConfig.for_profile("mini", model_size=size, n_samples=args.n,
+                                          temperature=args.temperature, seed=args.seed,
+                                          sample_batch_size=args.sample_batch,
+                                          max_new_tokens=args.max_new_tokens)
+    d = _model_dir(args, size)
+    tok = AutoTokenizer.from_pretrained(d)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    model = AutoModelForCausalLM.from_pretrained(d, dtype=dtype).to(dev)
+    tasks, si, sk = _eval_tasks(args.split, args.eval_tasks, cfg.seed, args.shard)
+    t0 = time.perf_counter()
+    samples = policy.sample(model, tok, tasks, n=cfg.n_samples, temperature=cfg.temperature,
+                            max_new_tokens=cfg.max_new_tokens, batch_size=cfg.sample_batch_size,
+                            top_p=cfg.top_p, seed=cfg.seed)
+    secs = time.perf_counter() - t0
+    codes = policy.extract_codes(samples)
+    path = _samples_path(d, args.split, si, sk)
+    tmp = path.with_suffix(".tmp")
+    with gzip.open(tmp, "wt") as f:
+        for t, raw, row in zip(tasks, samples, codes):
+            for j, (text, code) in enumerate(zip(raw, row)):
+                f.write(json.dumps({"task_id": t.task_id, "sample": j, "code": code,
+                                    "completion_tokens": len(tok(text, add_special_tokens=False)["input_ids"]),
+                                    "temperature": cfg.temperature, "max_new_tokens": cfg.max_new_tokens,
+                                    "sample_seconds": secs}) + "\n")
+    tmp.replace(path)  # whole file or none: an interrupted run leaves no half-written samples
+    _log(f"sft-{size}: sampled {cfg.n_samples} x {len(tasks)} {args.split} tasks in {secs:.0f}s -> {path}")
+    del model
+    if dev == "cuda":
+        torch.cuda.empty_cache()
+    return path
+
+
+def evaluate(args) -> None:
+    """Harness evaluation of the saved samples of every model in --size, in ONE harness: the
+    evaluation tasks are prepared (references, naive timing) once for all models. Models whose
+    samples are missing are sampled first."""
+    import gzip
+
+    import pandas as pd
+    import torch
 
     from cudaperf import policy
     from cudaperf.config import get_profile
     from cudaperf.harness import Harness
 
-    cfg = policy.PolicyConfig.for_profile("mini", model_size=args.size, n_samples=args.n,
-                                          temperature=args.temperature, seed=args.seed,
-                                          sample_batch_size=args.sample_batch,
-                                          max_new_tokens=args.max_new_tokens)
-    out = Path(args.out or ROOT / "data/models" / f"sft-{args.size}")
-    tok = AutoTokenizer.from_pretrained(out)
-    dev = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
-    model = AutoModelForCausalLM.from_pretrained(out, dtype=dtype).to(dev)
-    tasks = [t for t in _tasks() if t.split == "test"]
-    tasks = policy.stratified(tasks, args.eval_tasks or len(tasks), cfg.seed)
-    shard_i, shard_k = (int(x) for x in args.shard.split("/"))
-    tasks = tasks[shard_i::shard_k]
-    t0 = time.perf_counter()
-    samples = policy.sample(model, tok, tasks, n=cfg.n_samples, temperature=cfg.temperature,
-                            max_new_tokens=cfg.max_new_tokens, batch_size=cfg.sample_batch_size,
-                            top_p=cfg.top_p, seed=cfg.seed)
-    t_sample = time.perf_counter() - t0
-    codes = policy.extract_codes(samples)
-    _log(f"sampled {cfg.n_samples} x {len(tasks)} in {t_sample:.0f}s")
-    del model
-    torch.cuda.empty_cache()
+    tasks, si, sk = _eval_tasks(args.split, args.eval_tasks, args.seed, args.shard)
+    by_id = {t.task_id: t for t in tasks}
+    per_model: dict[str, list[dict]] = {}
+    for size in args.size:
+        path = _samples_path(_model_dir(args, size), args.split, si, sk)
+        if not path.is_file():
+            sample_stage(args, size)
+        with gzip.open(path, "rt") as f:
+            per_model[size] = [json.loads(line) for line in f]
+        missing = {r["task_id"] for r in per_model[size]} - set(by_id)
+        if missing:
+            raise SystemExit(f"{path} holds tasks outside this evaluation slice (e.g. {sorted(missing)[0]}): "
+                             "sample again with the same --split/--eval-tasks/--shard")
     harness = Harness(get_profile("mini").harness)
     t0 = time.perf_counter()
     bad = harness.prepare(tasks)
-    items = [(t, c) for t, row in zip(tasks, codes) for c in row]
-    results = harness.evaluate_many(items)
+    items = [(size, r) for size in args.size for r in per_model[size]]
+    results = harness.evaluate_many([(by_id[r["task_id"]], r["code"]) for _, r in items])
     t_eval = time.perf_counter() - t0
-    _log(f"evaluated {len(items)} samples in {t_eval:.0f}s ({len(bad)} tasks failed to prepare)")
-    rows = []
-    k = 0
-    for t, row, raw in zip(tasks, codes, samples):
-        for j, (code, text) in enumerate(zip(row, raw)):
-            r = results[k]
-            k += 1
-            rows.append({"model": f"sft-{args.size}", "task_id": t.task_id, "family": t.family,
-                         "sample": j, "status": r.status, "compiled": r.compiled, "correct": bool(r.correct),
-                         "pass_rate": r.pass_rate, "speedup": r.speedup, "cv": r.cv,
-                         "runtime_ms": r.runtime_ms, "flags": list(r.flags), "message": r.message,
-                         "completion_tokens": len(tok(text, add_special_tokens=False)["input_ids"]),
-                         "code": code, "prepare_error": bad.get(t.task_id, "")})
     harness.close()
-    df = pd.DataFrame(rows)
-    # One file per shard; the summary covers every shard evaluated so far (and says how many).
-    name = "eval.parquet" if shard_k == 1 else f"eval-{shard_i}of{shard_k}.parquet"
-    df.to_parquet(out / name, index=False)
-    parts = [out / "eval.parquet"] if shard_k == 1 else sorted(out.glob(f"eval-*of{shard_k}.parquet"))
-    allrows = pd.concat([pd.read_parquet(p) for p in parts]).to_dict(orient="records")
-    if shard_k > 1 and len(parts) == shard_k:
-        pd.DataFrame(allrows).to_parquet(out / "eval.parquet", index=False)
-    summary = policy.eval_summary(allrows)
-    summary["shards"] = f"{len(parts)}/{shard_k}"
-    summary.update(model=f"sft-{args.size}", temperature=cfg.temperature, n=cfg.n_samples,
-                   sample_seconds=t_sample, eval_seconds=t_eval,
-                   gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
-    (out / "eval_summary.json").write_text(json.dumps(summary, indent=1))
-    _log(json.dumps(summary))
+    _log(f"evaluated {len(items)} samples of {len(args.size)} model(s) in {t_eval:.0f}s "
+         f"({len(bad)} tasks failed to prepare)")
+    stem = "eval" if args.split == "test" else f"eval_{args.split}"
+    for size in args.size:
+        d = _model_dir(args, size)
+        rows = []
+        for (s, r), res in zip(items, results):
+            if s != size:
+                continue
+            t = by_id[r["task_id"]]
+            rows.append({"model": f"sft-{size}", "split": args.split, "task_id": t.task_id, "family": t.family,
+                         "sample": r["sample"], "status": res.status, "compiled": res.compiled,
+                         "correct": bool(res.correct), "pass_rate": res.pass_rate, "speedup": res.speedup,
+                         "cv": res.cv, "runtime_ms": res.runtime_ms, "flags": list(res.flags),
+                         "message": res.message, "completion_tokens": r["completion_tokens"],
+                         "code": r["code"], "prepare_error": bad.get(t.task_id, "")})
+        # One file per shard; the summary covers every shard evaluated so far (and says how many).
+        name = f"{stem}.parquet" if sk == 1 else f"{stem}-{si}of{sk}.parquet"
+        pd.DataFrame(rows).to_parquet(d / name, index=False)
+        parts = [d / f"{stem}.parquet"] if sk == 1 else sorted(d.glob(f"{stem}-*of{sk}.parquet"))
+        allrows = pd.concat([pd.read_parquet(p) for p in parts]).to_dict(orient="records")
+        if sk > 1 and len(parts) == sk:
+            pd.DataFrame(allrows).to_parquet(d / f"{stem}.parquet", index=False)
+        summary = policy.eval_summary(allrows)
+        first = per_model[size][0] if per_model[size] else {}
+        summary.update(shards=f"{len(parts)}/{sk}", model=f"sft-{size}", split=args.split,
+                       split_meaning=SPLITS[args.split], temperature=first.get("temperature"),
+                       max_new_tokens=first.get("max_new_tokens"), n=args.n,
+                       sample_seconds=first.get("sample_seconds"), eval_seconds=t_eval,
+                       gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
+        (d / f"{stem}_summary.json").write_text(json.dumps(summary, indent=1))
+        _log(json.dumps(summary))
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("stage", choices=["train", "eval", "all"])
-    ap.add_argument("--size", choices=["tiny", "S", "M", "L"], default="L")
-    ap.add_argument("--out", default="", help="checkpoint folder (default data/models/sft-<size>)")
+    ap.add_argument("stage", choices=["train", "sample", "eval", "all"])
+    ap.add_argument("--size", choices=["tiny", "S", "M", "L"], nargs="+", default=["L"],
+                    help="model size(s); eval takes several and prepares the tasks once for all")
+    ap.add_argument("--out", default="", help="checkpoint folder of one --size (default data/models/sft-<size>)")
+    ap.add_argument("--models", default="data/models", help="folder of sft-<size>/ when --size names several")
+    ap.add_argument("--split", choices=sorted(SPLITS), default="test",
+                    help="; ".join(f"{k}: {v}" for k, v in SPLITS.items()))
     ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--batch-size", type=int, default=16)
@@ -186,7 +268,8 @@ def main(argv=None) -> None:
     ap.add_argument("--val-tasks", type=int, default=48, help="val tasks for the eval loss")
     ap.add_argument("--measurements", default="", help="measured variants: a table or a folder of shards "
                     "(default: data/measurements/ when it holds parquet files; 'none' to ignore)")
-    ap.add_argument("--eval-tasks", type=int, default=0, help="test tasks to evaluate (0 = all)")
+    ap.add_argument("--eval-tasks", type=int, default=0, help="tasks of --split to evaluate, "
+                    "family-stratified (0 = all)")
     ap.add_argument("--shard", default="0/1", help="I/K: evaluate every K-th test task from the I-th, "
                     "to split the test split over several 10-minute calls")
     ap.add_argument("--n", type=int, default=5, help="samples per task")
@@ -197,7 +280,12 @@ def main(argv=None) -> None:
     args = ap.parse_args(argv)
     os.chdir(ROOT)
     if args.stage in ("train", "all"):
+        if len(args.size) != 1:
+            ap.error("train takes one --size")
         train(args)
+    if args.stage == "sample":
+        for size in args.size:
+            sample_stage(args, size)
     if args.stage in ("eval", "all"):
         evaluate(args)
 
