@@ -528,6 +528,39 @@ def extract_codes(samples: list[list[str]]) -> list[list[str]]:
 # --------------------------------------------------------------------------- evaluation summary
 
 
+# Why a sample failed to compile, from nvcc's first error (most later errors cascade from it).
+# Ordered: the first pattern that matches the first error line wins.
+ERROR_CLASSES = (
+    ("undefined identifier", r'identifier "[^"]*" is undefined|is not declared|undeclared'),
+    ("redefinition", r"duplicate parameter|already been (?:defined|declared)|redefinition|redeclar"),
+    ("wrong arguments", r"too (?:few|many) arguments|argument of type|no instance of|"
+                        r"cannot be used to initialize|a value of type|incompatible"),
+    ("syntax", r"expected an? |expected a |unrecognized token|missing closing|unexpected|"
+               r"declaration is incompatible|this declaration has no storage class"),
+    ("type error", r"expression must|incomplete type|type name is not allowed|explicit type is missing|"
+                   r"is not a template|aggregate object"),
+)
+
+
+def compile_error_class(log: str) -> tuple[str, str]:
+    """(class, first error line) of an nvcc log: see ERROR_CLASSES; "other" when none matches."""
+    import re
+
+    first = next((ln.strip() for ln in str(log).splitlines()
+                  if re.search(r"\berror\b", ln) and "errors detected" not in ln
+                  and not ln.startswith("nvcc exit code")), "")
+    msg = first.split("error:", 1)[-1].strip() if first else ""
+    return error_class_of(msg), msg
+
+
+def error_class_of(message: str) -> str:
+    """The ERROR_CLASSES name of one nvcc error message ("other" when none matches)."""
+    import re
+
+    return next((name for name, pat in ERROR_CLASSES if re.search(pat, message)), "other")
+
+
+
 def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
                  fast_ps: Sequence[float] = (1.0, 1.5)) -> dict[str, Any]:
     """Policy-level metrics from per-sample rows {task_id, compiled, correct, speedup, flags}.
@@ -656,3 +689,31 @@ __all__ = ["CHAT_TEMPLATE", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "Pol
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",
            "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
            "stratified", "tokenizer_corpus", "tokenizer_stats", "train_sft", "train_tokenizer"]
+
+
+# --------------------------------------------------------------------------- committed SFT results
+
+EVAL_SPLITS = {"eval": "test", "eval_infamily": "infamily"}  # file stem -> evaluation split
+
+
+def sft_results(models_dir: str | Path = "data/models"):
+    """The SFT models' committed results under models_dir/sft-<size>/ as three DataFrames:
+    (training log: one row per logged step with loss or eval_loss, summaries: one row per model
+    and evaluation split, samples: one row per evaluated sample). Empty frames when none exist."""
+    import json
+
+    import pandas as pd
+
+    d = Path(models_dir)
+    logs, sums, rows = [], [], []
+    for p in sorted(d.glob("sft-*/train_log.json")):
+        log = json.loads(p.read_text())
+        for r in log.get("losses", []):
+            logs.append({"model": p.parent.name, "parameters": log.get("parameters"), **r})
+    for stem, split in EVAL_SPLITS.items():
+        for p in sorted(d.glob(f"sft-*/{stem}_summary.json")):
+            sums.append({"split": split, **json.loads(p.read_text())})
+        for p in sorted(d.glob(f"sft-*/{stem}.parquet")):
+            rows.append(pd.read_parquet(p).assign(split=split))
+    return (pd.DataFrame(logs), pd.DataFrame(sums),
+            pd.concat(rows, ignore_index=True) if rows else pd.DataFrame())

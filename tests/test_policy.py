@@ -347,3 +347,47 @@ def test_pass_at_k_and_summary():
     s = policy.eval_summary(cpu, ks=(1,))
     assert s["compile_rate"] == 0.5 and s["unjudged_samples"] == 1
     assert s["correct_rate"] is None and s["pass@1"] is None and s["fast_1"] is None
+
+
+def test_compile_error_class_reads_nvccs_first_error(tmp_path):
+    """Real nvcc logs: the class comes from the first error, not from the cascade after it."""
+    import shutil
+    import subprocess
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    cases = {
+        "undefined identifier": "__global__ void k(float *y) { y[0] = x; }\n",
+        "redefinition": "__global__ void k(int n, int n) { }\n",
+        "syntax": "__global__ void k(float *y) { y[0] = 1.0f }\n",
+        "wrong arguments": "__global__ void k(float *y) { }\nvoid h() { k<<<1, 1>>>(1, 2); }\n",
+    }
+    for want, src in cases.items():
+        f = tmp_path / "c.cu"
+        f.write_text(src)
+        r = subprocess.run(["nvcc", "-c", str(f), "-o", str(tmp_path / "c.o")], capture_output=True, text=True)
+        assert r.returncode != 0
+        got, first = policy.compile_error_class(r.stdout + r.stderr)
+        assert got == want, (want, got, first)
+        assert first and "error" not in first[:6]
+    assert policy.compile_error_class("")[0] == "other"
+
+
+def test_sft_results_reads_both_evaluation_splits(tmp_path):
+    import pandas as pd
+
+    m = tmp_path / "sft-S"
+    m.mkdir()
+    (m / "train_log.json").write_text(json.dumps({"parameters": 7, "losses": [
+        {"step": 10, "loss": 2.0}, {"step": 20, "loss": 1.0}, {"step": 20, "eval_loss": 2.5}]}))
+    for stem, n in (("eval", 4), ("eval_infamily", 2)):
+        rows = [{"model": "sft-S", "task_id": f"t{i}", "status": "compile_error", "compiled": False,
+                 "correct": False} for i in range(n)]
+        pd.DataFrame(rows).to_parquet(m / f"{stem}.parquet")
+        (m / f"{stem}_summary.json").write_text(json.dumps(policy.eval_summary(rows) | {"model": "sft-S"}))
+    logs, sums, samples = policy.sft_results(tmp_path)
+    assert len(logs) == 3 and logs["eval_loss"].notna().sum() == 1
+    assert sorted(sums["split"]) == ["infamily", "test"] and set(sums["samples"]) == {4, 2}
+    assert samples.groupby("split").size().to_dict() == {"infamily": 2, "test": 4}
+    empty = policy.sft_results(tmp_path / "none")
+    assert all(x.empty for x in empty)

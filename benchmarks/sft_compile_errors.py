@@ -1,0 +1,59 @@
+"""Why the evaluated policy samples failed to compile: nvcc's first error, classified.
+
+Evaluations made before `sft_gpu.py eval` recorded `error_class` / `first_error` kept only
+"nvcc failed". Compilation needs no GPU and is deterministic for a given nvcc, so this script
+compiles those samples again on this machine (same arch and flags as the harness) and adds the
+two columns to each eval*.parquet under --models, with `error_source` naming the nvcc used.
+
+    python benchmarks/sft_compile_errors.py --models data/models
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def main(argv=None) -> None:
+    import pandas as pd
+    from tqdm import tqdm
+
+    from cudaperf import policy
+    from cudaperf.compile import compile_candidate, toolchain_versions
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default="data/models")
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--jobs", type=int, default=2)
+    a = ap.parse_args(argv)
+    nvcc = next((ln.strip() for ln in toolchain_versions()["nvcc"].splitlines() if "release" in ln), "nvcc")
+    for path in sorted(Path(a.models).glob("*/eval*.parquet")):
+        df = pd.read_parquet(path)
+        if "first_error" in df and df.loc[df.status == "compile_error", "first_error"].ne("").all():
+            # compiled before: only the classes are brought up to date with ERROR_CLASSES
+            df["error_class"] = [policy.error_class_of(m) if st == "compile_error" else ""
+                                 for m, st in zip(df["first_error"], df["status"])]
+            df.to_parquet(path, index=False)
+            print(path, df.loc[df.status == "compile_error", "error_class"].value_counts().to_dict())
+            continue
+        todo = df.index[df.status == "compile_error"].tolist()
+        with tempfile.TemporaryDirectory() as cache, ThreadPoolExecutor(a.jobs) as pool:
+            logs = list(tqdm(pool.map(lambda i: compile_candidate(df.at[i, "code"], arch=a.arch,
+                                                                  cache_dir=cache).log, todo),
+                             total=len(todo), desc=path.parent.name + "/" + path.name))
+        df["error_class"], df["first_error"], df["error_source"] = "", "", ""
+        for i, log in zip(todo, logs):
+            cls, first = policy.compile_error_class(log)
+            df.at[i, "error_class"], df.at[i, "first_error"] = cls, first[:300]
+            df.at[i, "error_source"] = f"recompiled off the GPU machine: {nvcc}"
+        df.to_parquet(path, index=False)
+        print(path, df.loc[df.status == "compile_error", "error_class"].value_counts().to_dict())
+
+
+if __name__ == "__main__":
+    main()
