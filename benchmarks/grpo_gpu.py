@@ -16,11 +16,11 @@ the static-feature ranker with the best in-family cross-validated accuracy); wit
 NOTE: runs/ is not versioned. A run spanning several *fresh* machines must carry runs/grpo/<run>
 (the `carry` list of the device call) or it restarts from step 0.
 
-`eval` samples `--n` completions (single turn, first attempt) for each TEST-split task (held-out
-families; `--eval-tasks K` = a family-stratified slice) from the SFT start and from the GRPO policy
+`eval` samples `--n` completions (single turn, first attempt) for each task of `--split` (test: held-out
+families; infamily: held-out programs of the train families; `--eval-tasks K` = a family-stratified slice) from the SFT start and from the GRPO policy
 (newest checkpoint), runs them all through the harness, and writes per-sample records and one summary
 row per policy (pass@1, pass@5, geometric-mean speedup, fast_p; cudaperf.policy.eval_summary) to
-data/grpo/<run>/eval.parquet (+ eval_samples.parquet). Nothing is written for a stage that did not finish.
+data/grpo/<run>/eval.parquet (+ eval_samples.parquet; eval_infamily*.parquet for --split infamily). Nothing is written for a stage that did not finish.
 
 GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_harness_evidence.sh does):
 trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent), tree-sitter + tree-sitter-cuda (static
@@ -71,6 +71,8 @@ def train(args) -> None:
         over["steps"] = args.steps
     if args.turns:
         over["turns"] = args.turns
+    if args.start:
+        over["start_from"] = args.start
     s = grpo.GRPOSettings.for_profile("mini", **over)
     if s.ablation != "ver_only" and not s.ranker_path:
         sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
@@ -106,8 +108,7 @@ def evaluate(args) -> None:
     start = ROOT / "runs/grpo" / args.run / "start_policy"
     ck = _checkpoint_model(args.run)
     policies = {"sft_start": start, "grpo": ck}
-    tasks = [t for t in _tasks() if t.split == "test"]
-    tasks = policy.stratified(tasks, args.eval_tasks or len(tasks), args.seed)
+    tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     samples = {}
     for name, path in policies.items():
@@ -136,18 +137,19 @@ def evaluate(args) -> None:
     harness.close()
     recs = [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
              "compiled": r.compiled, "correct": bool(r.correct), "pass_rate": r.pass_rate,
-             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code}
+             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
     per = pd.DataFrame(recs)
     summary = []
     for name in policies:
         s = policy.eval_summary([r for r in recs if r["policy"] == name])
-        summary.append({"policy": name, "checkpoint": str(policies[name].relative_to(ROOT)),
+        summary.append({"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
                         "n": args.n, "temperature": args.temperature, **s,
                         "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None})
     run_dir.mkdir(parents=True, exist_ok=True)
-    per.to_parquet(run_dir / "eval_samples.parquet", index=False)
-    pd.DataFrame(summary).to_parquet(run_dir / "eval.parquet", index=False)
+    stem = "eval" if args.split == "test" else f"eval_{args.split}"
+    per.to_parquet(run_dir / f"{stem}_samples.parquet", index=False)
+    pd.DataFrame(summary).to_parquet(run_dir / f"{stem}.parquet", index=False)
     _log(json.dumps(summary, indent=1, default=str))
 
 
@@ -161,9 +163,13 @@ def main(argv=None) -> None:
     t.add_argument("--steps", type=int, default=0, help="total steps of the run (0 = profile)")
     t.add_argument("--turns", type=int, default=0, help="turns per chain (0 = profile)")
     t.add_argument("--budget-s", type=float, default=480.0)
+    t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
+                   "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")
     e.add_argument("--run", default="mini-M-both")
-    e.add_argument("--eval-tasks", type=int, default=120, help="test tasks (0 = all)")
+    e.add_argument("--eval-tasks", type=int, default=120, help="tasks of --split (0 = all)")
+    e.add_argument("--split", choices=["test", "infamily"], default="test",
+                   help="test: held-out families; infamily: held-out programs of the train families")
     e.add_argument("--n", type=int, default=5)
     e.add_argument("--temperature", type=float, default=0.8)
     e.add_argument("--max-new-tokens", type=int, default=1536)

@@ -81,8 +81,8 @@ def train(args) -> None:
     _log(f"{len(meas) if meas else 0} measured (task, variant) speedups for refinement feedback")
     # The in-family held-out programs (meta in_family_split = val) stay out of SFT so that
     # `eval --split infamily` measures programs the policy has not seen, of families it has.
-    train_tasks = [t for t in tasks if t.split == "train" and t.meta.get("in_family_split") != "val"]
-    held = sum(1 for t in tasks if t.split == "train" and t.meta.get("in_family_split") == "val")
+    train_tasks = policy.training_tasks(tasks)
+    held = sum(1 for t in tasks if policy.in_family_heldout(t))
     val_tasks = policy.stratified([t for t in tasks if t.split == "val"], args.val_tasks, cfg.seed)
     t0 = time.perf_counter()
     ex = policy.sft_examples(train_tasks, meas, refine=cfg.sft_refine)
@@ -115,20 +115,12 @@ def train(args) -> None:
     _log(f"saved {out} ({sum(log['shard_mb']):.1f} MB in {len(shards)} shard(s))")
 
 
-SPLITS = {"test": "held-out families (split test)",
-          "infamily": "held-out programs of train families (meta in_family_split = val; not in SFT)"}
-
-
 def _eval_tasks(split: str, k: int, seed: int, shard: str):
-    """The evaluation tasks of `split`: a family-stratified slice of k (0 = all), then shard I/K."""
+    """The evaluation tasks of `split` (policy.evaluation_tasks: k of them, family-stratified,
+    0 = all), then shard I/K."""
     from cudaperf import policy
 
-    tasks = _tasks()
-    if split == "test":
-        pool = [t for t in tasks if t.split == "test"]
-    else:
-        pool = [t for t in tasks if t.split == "train" and t.meta.get("in_family_split") == "val"]
-    pool = policy.stratified(pool, k or len(pool), seed)
+    pool = policy.evaluation_tasks(_tasks(), split, k, seed)
     shard_i, shard_k = (int(x) for x in shard.split("/"))
     return pool[shard_i::shard_k], shard_i, shard_k
 
@@ -255,7 +247,7 @@ def evaluate(args) -> None:
         summary = policy.eval_summary(allrows)
         first = per_model[size][0] if per_model[size] else {}
         summary.update(shards=f"{len(parts)}/{sk}", model=f"sft-{size}", split=args.split,
-                       split_meaning=SPLITS[args.split], temperature=first.get("temperature"),
+                       split_meaning=policy.EVAL_SPLIT_MEANING[args.split], temperature=first.get("temperature"),
                        max_new_tokens=first.get("max_new_tokens"), n=args.n,
                        sample_seconds=first.get("sample_seconds"), eval_seconds=t_eval,
                        gpu=torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)
@@ -270,8 +262,8 @@ def main(argv=None) -> None:
                     help="model size(s); eval takes several and prepares the tasks once for all")
     ap.add_argument("--out", default="", help="checkpoint folder of one --size (default data/models/sft-<size>)")
     ap.add_argument("--models", default="data/models", help="folder of sft-<size>/ when --size names several")
-    ap.add_argument("--split", choices=sorted(SPLITS), default="test",
-                    help="; ".join(f"{k}: {v}" for k, v in SPLITS.items()))
+    ap.add_argument("--split", choices=["test", "infamily"], default="test",
+                    help="test: held-out families; infamily: held-out programs of the train families")
     ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--batch-size", type=int, default=16)

@@ -277,9 +277,11 @@ class StepLogger(_callback_base()):
 
 
 def select_tasks(tasks: Sequence[Task], s: GRPOSettings) -> list[Task]:
-    from cudaperf.policy import stratified
+    from cudaperf.policy import stratified, training_tasks
 
-    pool = list(tasks) if s.split == "any" else [t for t in tasks if t.split == s.split]
+    # The train split's in-family held-out programs stay out, as in SFT (policy.training_tasks).
+    pool = (list(tasks) if s.split == "any" else
+            training_tasks(tasks) if s.split == "train" else [t for t in tasks if t.split == s.split])
     if not pool:
         raise ValueError(f"no tasks in split {s.split!r}")
     return stratified(pool, s.max_tasks, s.seed) if s.max_tasks else sorted(pool, key=lambda t: t.task_id)

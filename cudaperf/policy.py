@@ -717,3 +717,28 @@ def sft_results(models_dir: str | Path = "data/models"):
             rows.append(pd.read_parquet(p).assign(split=split))
     return (pd.DataFrame(logs), pd.DataFrame(sums),
             pd.concat(rows, ignore_index=True) if rows else pd.DataFrame())
+
+
+# --------------------------------------------------------------------------- task splits of SFT, GRPO, evaluation
+
+EVAL_SPLIT_MEANING = {"test": "held-out families (split test)",
+                      "infamily": "held-out programs of train families (meta in_family_split = val; "
+                                  "neither SFT nor GRPO trains on them)"}
+
+
+def in_family_heldout(t: Task) -> bool:
+    """A train-family task held out of SFT and GRPO for the in-family evaluation."""
+    return t.split == "train" and t.meta.get("in_family_split") == "val"
+
+
+def training_tasks(tasks: Iterable[Task]) -> list[Task]:
+    """The tasks SFT and GRPO learn from: the train split minus its in-family held-out programs."""
+    return [t for t in tasks if t.split == "train" and not in_family_heldout(t)]
+
+
+def evaluation_tasks(tasks: Iterable[Task], split: str, k: int = 0, seed: int = 0) -> list[Task]:
+    """A family-stratified slice of k tasks (0 = all) of an evaluation split (EVAL_SPLIT_MEANING)."""
+    if split not in EVAL_SPLIT_MEANING:
+        raise ValueError(f"unknown evaluation split {split!r}; choose one of {sorted(EVAL_SPLIT_MEANING)}")
+    pool = [t for t in tasks if (t.split == "test" if split == "test" else in_family_heldout(t))]
+    return stratified(pool, k or len(pool), seed)

@@ -391,3 +391,23 @@ def test_sft_results_reads_both_evaluation_splits(tmp_path):
     assert samples.groupby("split").size().to_dict() == {"infamily": 2, "test": 4}
     empty = policy.sft_results(tmp_path / "none")
     assert all(x.empty for x in empty)
+
+
+def test_in_family_heldout_programs_stay_out_of_sft_and_grpo():
+    import dataclasses
+
+    from cudaperf import grpo
+
+    base = dev_tasks()[0]
+    mk = lambda i, split, inner: dataclasses.replace(  # noqa: E731
+        base, task_id=f"x/{i}", family=f"fam{i % 2}", split=split,
+        meta={"in_family_split": inner} if inner else {})
+    tasks = [mk(0, "train", "train"), mk(1, "train", "val"), mk(2, "train", "train"), mk(3, "test", ""),
+             mk(4, "val", "")]
+    assert [t.task_id for t in policy.training_tasks(tasks)] == ["x/0", "x/2"]
+    assert [t.task_id for t in policy.evaluation_tasks(tasks, "infamily")] == ["x/1"]
+    assert [t.task_id for t in policy.evaluation_tasks(tasks, "test")] == ["x/3"]
+    with pytest.raises(ValueError, match="unknown evaluation split"):
+        policy.evaluation_tasks(tasks, "val")
+    s = grpo.GRPOSettings.for_profile("smoke", max_tasks=0)
+    assert sorted(t.task_id for t in grpo.select_tasks(tasks, s)) == ["x/0", "x/2"]
