@@ -73,7 +73,8 @@ def train(args) -> None:
 
     cfg = policy.PolicyConfig.for_profile("mini", model_size=size, sft_time_budget_s=args.budget_s,
                                           sft_epochs=args.epochs, batch_size=args.batch_size,
-                                          learning_rate=args.lr, seed=args.seed)
+                                          learning_rate=args.lr, seed=args.seed,
+                                          **({"sft_renames": args.renames} if args.renames >= 0 else {}))
     out = _model_dir(args, size)
     tasks = _tasks()
     tok = policy.get_tokenizer(cfg, tasks, ROOT)
@@ -85,7 +86,7 @@ def train(args) -> None:
     held = sum(1 for t in tasks if policy.in_family_heldout(t))
     val_tasks = policy.stratified([t for t in tasks if t.split == "val"], args.val_tasks, cfg.seed)
     t0 = time.perf_counter()
-    ex = policy.sft_examples(train_tasks, meas, refine=cfg.sft_refine)
+    ex = policy.sft_examples(train_tasks, meas, refine=cfg.sft_refine, renames=cfg.sft_renames, seed=cfg.seed)
     ex, dropped = policy.filter_by_length(ex, tok, cfg.max_length)
     vex, vdropped = policy.filter_by_length(policy.sft_examples(val_tasks, meas, refine=cfg.sft_refine),
                                             tok, cfg.max_length)
@@ -268,6 +269,8 @@ def main(argv=None) -> None:
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
+                    "(policy.renamed; -1 = the mini profile's sft_renames)")
     ap.add_argument("--val-tasks", type=int, default=48, help="val tasks for the eval loss")
     ap.add_argument("--measurements", default="", help="measured variants: a table or a folder of shards "
                     "(default: data/measurements/ when it holds parquet files; 'none' to ignore)")

@@ -84,6 +84,8 @@ class PolicyConfig:
     vocab_size: int = _f(8192, "BPE vocabulary size including special tokens.")
     max_length: int = _f(3072, "Longest SFT example in tokens (prompt + completion); longer ones are dropped.")
     sft_refine: bool = _f(True, "Add refinement transcripts (attempt -> feedback -> other variant) to SFT.")
+    sft_renames: int = _f(0, "Renamed copies of each train task in SFT (entry point and the kernels named after "
+                             "it renamed at random), so the policy learns to take names from the prompt.")
     sft_max_examples: int = _f(0, "Use at most this many SFT examples (0 = all).")
     sft_epochs: float = _f(3.0, "Passes over the SFT data (max_steps, if set, wins).")
     sft_max_steps: int = _f(-1, "Optimiser steps (-1: from sft_epochs).")
@@ -113,7 +115,7 @@ _POLICY_PROFILES = {
     "smoke": PolicyConfig(model_size="tiny", sft_max_examples=64, sft_max_steps=12,
                           batch_size=4, learning_rate=3e-3, logging_steps=1, n_samples=2,
                           max_new_tokens=64, sample_batch_size=8),
-    "mini": PolicyConfig(model_size="L", sft_epochs=3.0, sft_time_budget_s=400.0, batch_size=16,
+    "mini": PolicyConfig(model_size="L", sft_epochs=3.0, sft_renames=1, sft_time_budget_s=400.0, batch_size=16,
                          learning_rate=1e-3, logging_steps=20, sample_batch_size=256),
     "paper": PolicyConfig(model_size="L", model_name_or_path=PAPER_MODELS["L"], quantize_4bit=True,
                           lora=dict(LORA_DEFAULTS), learning_rate=1e-4, batch_size=2, grad_accum=8,
@@ -335,8 +337,11 @@ def known_result(task: Task, code: str, measured: dict[str, float] | None = None
 
 
 def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict] | None = None,
-                 refine: bool = True, measurably_faster: float = 1.05) -> list[dict[str, Any]]:
-    """TRL prompt-completion records: every variant of every task, plus refinement transcripts.
+                 refine: bool = True, measurably_faster: float = 1.05, renames: int = 0,
+                 seed: int = 0) -> list[dict[str, Any]]:
+    """TRL prompt-completion records: every variant of every task, plus refinement transcripts,
+    plus (renames > 0) the translation records of `renames` copies of each task whose entry point
+    is renamed at random (`renamed`; kind "translate-renamed").
 
     Refinement pairs: with measurements of a task's variants, every variant measured slower
     than the task's fastest (by `measurably_faster`) is an attempt whose feedback carries its
@@ -345,10 +350,16 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
     """
     measurements = measurements or {}
     out: list[dict[str, Any]] = []
+    rng = random.Random(seed)
     for t in tasks:
         base = prompts.task_prompt(t)
         for v in t.variants:
             out.append(_record(t, base, v.source, "translate", v.name, ""))
+        for _ in range(renames):
+            r = renamed(t, random_entry_name(rng, t))
+            rp = prompts.task_prompt(r)
+            for v in r.variants:
+                out.append(_record(t, rp, v.source, "translate-renamed", v.name, ""))
         if not refine or len(t.variants) < 2:
             continue
         meas = {v.name: measurements.get((t.task_id, v.name)) for v in t.variants}
@@ -365,6 +376,37 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
             msgs = prompts.refine_prompt(t, slow.source, res)
             out.append(_record(t, msgs, fast.source, "refine", fast.name, slow.name))
     return out
+
+
+# Entry-point names of the renamed SFT copies: C-style words, never one of the task's identifiers.
+_NAME_WORDS = ("apply", "compute", "run", "eval", "update", "calc", "proc", "step", "op", "fused", "map",
+               "reduce", "pass", "stage", "kern", "task", "job", "do", "batch", "work")
+
+
+def random_entry_name(rng: random.Random, task: Task) -> str:
+    """A fresh C identifier for `task`'s entry point that occurs nowhere in its sources."""
+    text = task.reference + "".join(v.source for v in task.variants)
+    while True:
+        name = f"{rng.choice(_NAME_WORDS)}_{rng.choice(_NAME_WORDS)}{rng.randint(0, 999)}"
+        if name not in text:
+            return name
+
+
+def renamed(task: Task, new_entry: str) -> Task:
+    """`task` with its entry point called `new_entry` in the reference and every variant, and the
+    identifiers built on it (kernels named ``<entry>_tiled`` etc.) renamed alike; nothing else
+    changes, so each variant compiles and computes exactly what it did."""
+    import dataclasses
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_]\w*", new_entry):
+        raise ValueError(f"not a C identifier: {new_entry!r}")
+    # the entry as a whole word, or as the stem of a longer identifier (entry_ws, entry_final)
+    pat = re.compile(rf"\b{re.escape(task.entry)}(?=\b|_)")
+    sub = lambda text: pat.sub(new_entry, text)  # noqa: E731
+    return dataclasses.replace(task, entry=new_entry, reference=sub(task.reference),
+                               variants=[dataclasses.replace(v, source=sub(v.source)) for v in task.variants],
+                               meta=dict(task.meta, renamed_from=task.entry))
 
 
 def _record(t: Task, prompt_msgs, code: str, kind: str, variant: str, attempt: str) -> dict[str, Any]:

@@ -411,3 +411,30 @@ def test_in_family_heldout_programs_stay_out_of_sft_and_grpo():
         policy.evaluation_tasks(tasks, "val")
     s = grpo.GRPOSettings.for_profile("smoke", max_tasks=0)
     assert sorted(t.task_id for t in grpo.select_tasks(tasks, s)) == ["x/0", "x/2"]
+
+
+def test_renamed_task_compiles_and_exports_the_new_entry(tmp_path):
+    """SFT's renamed copies: same code under a fresh entry name; real nvcc, the library exports it."""
+    import ctypes
+    import random
+    import shutil
+
+    from cudaperf.compile import compile_candidate
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc")
+    rng = random.Random(3)
+    for t in dev_tasks()[:2]:
+        r = policy.renamed(t, policy.random_entry_name(rng, t))
+        assert r.entry != t.entry and r.meta["renamed_from"] == t.entry
+        assert f"{r.entry}(" in prompts.task_user_text(r).replace(" (", "(")
+        for v in r.variants:
+            assert t.entry not in v.source.replace(r.entry, "")
+            cr = compile_candidate(v.source, arch="sm_90", cache_dir=str(tmp_path))
+            assert cr.ok, cr.log[-500:]
+            assert hasattr(ctypes.CDLL(cr.so_path), r.entry)
+    with pytest.raises(ValueError, match="not a C identifier"):
+        policy.renamed(t, "9bad name")
+    recs = policy.sft_examples(dev_tasks()[:2], refine=False, renames=2)
+    kinds = [x["kind"] for x in recs]
+    assert kinds.count("translate-renamed") == 2 * kinds.count("translate")
