@@ -5,7 +5,7 @@
 # then ONE harness per split evaluates every model's samples (tasks prepared once; no timing
 # overlaps sampling). Checkpoints go to $MODELS (default runs/models, git-ignored; it stays on
 # the device machine between calls while the machine is warm, so TRAIN=0 reuses them).
-#   BUDGET_S=140 EPOCHS=1 EVAL_TASKS=48 SPLITS="test infamily" bash benchmarks/gpu_sft.sh
+#   BUDGET_S=140 EPOCHS=1 EVAL_TASKS=48 SPLITS="test infamily seen" bash benchmarks/gpu_sft.sh
 # The device returns at most 8 files of at most 16 MiB each (64 MiB in all), so $OUT gets
 # sft_results.tar.gz (logs, train_log.json, samples, eval parquet and summaries of every model)
 # and each model in $PACK as model_<size>.tar.part-aa, -ab, ... (14 MiB pieces; restore with
@@ -18,7 +18,7 @@ EPOCHS=${EPOCHS:-1}
 RENAMES=${RENAMES:--1}   # renamed copies of each train task in SFT (-1: the mini profile's sft_renames)
 SIZES=${SIZES:-S M L}
 TRAIN=${TRAIN:-1}
-SPLITS=${SPLITS:-test infamily}
+SPLITS=${SPLITS:-test infamily seen}
 EVAL_TASKS=${EVAL_TASKS:-48}
 MAX_NEW=${MAX_NEW:-1024}
 SAMPLE_S=${SAMPLE_S:-140}

@@ -39,6 +39,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
+def policy_splits() -> dict[str, str]:
+    from cudaperf.policy import EVAL_SPLIT_MEANING
+
+    return EVAL_SPLIT_MEANING
+
+
 def _log(msg: str) -> None:
     print(f"[grpo_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -168,8 +174,9 @@ def main(argv=None) -> None:
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")
     e.add_argument("--run", default="mini-M-both")
     e.add_argument("--eval-tasks", type=int, default=120, help="tasks of --split (0 = all)")
-    e.add_argument("--split", choices=["test", "infamily"], default="test",
-                   help="test: held-out families; infamily: held-out programs of the train families")
+    e.add_argument("--split", choices=sorted(policy_splits()), default="test",
+                   help="test: held-out families; infamily: held-out programs of the train families; "
+                    "seen: programs SFT trained on")
     e.add_argument("--n", type=int, default=5)
     e.add_argument("--temperature", type=float, default=0.8)
     e.add_argument("--max-new-tokens", type=int, default=1536)

@@ -735,7 +735,7 @@ __all__ = ["CHAT_TEMPLATE", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "Pol
 
 # --------------------------------------------------------------------------- committed SFT results
 
-EVAL_SPLITS = {"eval": "test", "eval_infamily": "infamily"}  # file stem -> evaluation split
+EVAL_SPLITS = {"eval": "test", "eval_infamily": "infamily", "eval_seen": "seen"}  # file stem -> split
 
 
 def sft_results(models_dir: str | Path = "data/models"):
@@ -765,7 +765,8 @@ def sft_results(models_dir: str | Path = "data/models"):
 
 EVAL_SPLIT_MEANING = {"test": "held-out families (split test)",
                       "infamily": "held-out programs of train families (meta in_family_split = val; "
-                                  "neither SFT nor GRPO trains on them)"}
+                                  "neither SFT nor GRPO trains on them)",
+                      "seen": "programs SFT trained on (a check of what SFT learned, not a generalisation score)"}
 
 
 def in_family_heldout(t: Task) -> bool:
@@ -782,5 +783,7 @@ def evaluation_tasks(tasks: Iterable[Task], split: str, k: int = 0, seed: int = 
     """A family-stratified slice of k tasks (0 = all) of an evaluation split (EVAL_SPLIT_MEANING)."""
     if split not in EVAL_SPLIT_MEANING:
         raise ValueError(f"unknown evaluation split {split!r}; choose one of {sorted(EVAL_SPLIT_MEANING)}")
-    pool = [t for t in tasks if (t.split == "test" if split == "test" else in_family_heldout(t))]
+    tasks = list(tasks)
+    pool = ([t for t in tasks if t.split == "test"] if split == "test" else
+            [t for t in tasks if in_family_heldout(t)] if split == "infamily" else training_tasks(tasks))
     return stratified(pool, k or len(pool), seed)

@@ -407,6 +407,7 @@ def test_in_family_heldout_programs_stay_out_of_sft_and_grpo():
     assert [t.task_id for t in policy.training_tasks(tasks)] == ["x/0", "x/2"]
     assert [t.task_id for t in policy.evaluation_tasks(tasks, "infamily")] == ["x/1"]
     assert [t.task_id for t in policy.evaluation_tasks(tasks, "test")] == ["x/3"]
+    assert sorted(t.task_id for t in policy.evaluation_tasks(tasks, "seen")) == ["x/0", "x/2"]
     with pytest.raises(ValueError, match="unknown evaluation split"):
         policy.evaluation_tasks(tasks, "val")
     s = grpo.GRPOSettings.for_profile("smoke", max_tasks=0)
