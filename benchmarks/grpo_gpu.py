@@ -179,7 +179,7 @@ def main(argv=None) -> None:
                     "seen: programs SFT trained on")
     e.add_argument("--n", type=int, default=5)
     e.add_argument("--temperature", type=float, default=0.8)
-    e.add_argument("--max-new-tokens", type=int, default=1536)
+    e.add_argument("--max-new-tokens", type=int, default=1024)
     e.add_argument("--sample-batch", type=int, default=256)
     e.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)

@@ -288,7 +288,7 @@ def main(argv=None) -> None:
     ap.add_argument("--n", type=int, default=5, help="samples per task")
     ap.add_argument("--temperature", type=float, default=0.8)
     ap.add_argument("--sample-batch", type=int, default=256)
-    ap.add_argument("--max-new-tokens", type=int, default=1536)
+    ap.add_argument("--max-new-tokens", type=int, default=1024)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     os.chdir(ROOT)
