@@ -33,7 +33,7 @@ if [ "$TRAIN" = 1 ]; then
       --budget-s "$BUDGET_S" --epochs "$EPOCHS" --renames "$RENAMES" --models "$MODELS" > "$MODELS/sft_$s.log" 2>&1 &
   done
   wait
-  for s in $SIZES; do echo "== train $s"; grep "sft_gpu\|eval_loss" "$MODELS/sft_$s.log" | tail -5 | cut -c1-300; done
+  for s in $SIZES; do echo "== train $s"; grep "sft_gpu\|eval_[a-z]*_*loss" "$MODELS/sft_$s.log" | tail -5 | cut -c1-300; done
 fi
 if [ -n "$SPLITS" ]; then
   for s in $SIZES; do for sp in $SPLITS; do

@@ -96,14 +96,19 @@ def train(args) -> None:
     ex, dropped = policy.filter_by_length(ex, tok, cfg.max_length)
     vex, vdropped = policy.filter_by_length(policy.sft_examples(val_tasks, meas, refine=cfg.sft_refine),
                                             tok, cfg.max_length)
+    # A loss per epoch on held-out families (val) and on in-family held-out programs: the second
+    # says whether more epochs help on programs like the training ones, the first on new families.
+    inf_tasks = policy.evaluation_tasks(tasks, "infamily", args.val_tasks, cfg.seed)
+    iex, _ = policy.filter_by_length(policy.sft_examples(inf_tasks, meas, refine=cfg.sft_refine),
+                                     tok, cfg.max_length)
     _log(f"{len(ex)} SFT records ({dropped} longer than {cfg.max_length} tokens dropped), "
-         f"{len(vex)} val records, {time.perf_counter() - t0:.1f}s")
+         f"{len(vex)} val records, {len(iex)} in-family eval records, {time.perf_counter() - t0:.1f}s")
     model = policy.build_model(cfg.model_size, tok, cfg.max_length, cfg.seed)
     n_params = policy.count_parameters(model)
     _log(f"model {cfg.model_size}: {n_params:,} parameters; budget {cfg.sft_time_budget_s:.0f}s")
     if torch.cuda.is_available():
         model = model.to("cuda")
-    res = policy.train_sft(model, tok, ex, cfg, out / "_trainer", eval_examples=vex or None)
+    res = policy.train_sft(model, tok, ex, cfg, out / "_trainer", eval_examples={"val": vex, "infamily": iex})
     _log(f"trained {res.steps} steps in {res.seconds:.0f}s (budget hit: {res.stopped_by_budget})")
     shards = policy.save_policy(model, tok, out)
     import shutil

@@ -451,7 +451,8 @@ class SFTOutcome:
 
 
 def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
-              output_dir: str | Path, eval_examples: Sequence[dict] | None = None) -> SFTOutcome:
+              output_dir: str | Path,
+              eval_examples: Sequence[dict] | dict[str, Sequence[dict]] | None = None) -> SFTOutcome:
     """Supervised warm start with TRL's SFTTrainer (loss on completions only)."""
     import torch
     from datasets import Dataset
@@ -461,8 +462,13 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
     cuda = torch.cuda.is_available()
     cols = ("prompt", "completion")
     train = Dataset.from_list([{k: ex[k] for k in cols} for ex in examples])
-    evald = (Dataset.from_list([{k: ex[k] for k in cols} for ex in eval_examples])
-             if eval_examples else None)
+    # Several named eval sets (e.g. held-out families and in-family programs) each get a loss per
+    # epoch, logged as eval_<name>_loss; one unnamed set is logged as eval_loss.
+    as_ds = lambda exs: Dataset.from_list([{k: ex[k] for k in cols} for ex in exs])  # noqa: E731
+    if isinstance(eval_examples, dict):
+        evald = {name: as_ds(exs) for name, exs in eval_examples.items() if exs} or None
+    else:
+        evald = as_ds(eval_examples) if eval_examples else None
     bf16 = cuda and torch.cuda.is_bf16_supported()
     known = {f.name for f in fields(SFTConfig)}
     extra: dict[str, Any] = {}
@@ -510,8 +516,8 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
     trainer.train()
     secs = time.perf_counter() - t0
     losses = [{"step": h["step"], "loss": h["loss"]} for h in trainer.state.log_history if "loss" in h]
-    losses += [{"step": h["step"], "eval_loss": h["eval_loss"]}
-               for h in trainer.state.log_history if "eval_loss" in h]
+    losses += [{"step": h["step"], k: v} for h in trainer.state.log_history for k, v in h.items()
+               if k.startswith("eval_") and k.endswith("_loss")]
     return SFTOutcome(steps=trainer.state.global_step, seconds=secs, losses=losses,
                       stopped_by_budget=budget.hit, train_examples=len(train))
 

@@ -439,3 +439,17 @@ def test_renamed_task_compiles_and_exports_the_new_entry(tmp_path):
     recs = policy.sft_examples(dev_tasks()[:2], refine=False, renames=2)
     kinds = [x["kind"] for x in recs]
     assert kinds.count("translate-renamed") == 2 * kinds.count("translate")
+
+
+def test_sft_logs_a_loss_per_named_eval_set(tok, tmp_path):
+    cfg = policy.PolicyConfig.for_profile("smoke", sft_max_steps=-1, sft_epochs=2.0, batch_size=4,
+                                          logging_steps=1)
+    model = policy.build_model("tiny", tok, seed=1)
+    ex = policy.sft_examples(TASKS[:1], refine=False)
+    out = policy.train_sft(model, tok, ex, cfg, tmp_path / "e",
+                           eval_examples={"val": policy.sft_examples(TASKS[1:2], refine=False),
+                                          "infamily": policy.sft_examples(TASKS[2:3], refine=False),
+                                          "empty": []})
+    keys = [k for r in out.losses for k in r if k.startswith("eval_")]
+    assert keys.count("eval_val_loss") == 2 and keys.count("eval_infamily_loss") == 2, out.losses
+    assert "eval_empty_loss" not in keys
