@@ -18,12 +18,12 @@ EPOCHS=${EPOCHS:-1}
 RENAMES=${RENAMES:--1}   # renamed copies of each train task in SFT (-1: the mini profile's sft_renames)
 SIZES=${SIZES:-S M L}
 TRAIN=${TRAIN:-1}
-SPLITS=${SPLITS:-test infamily seen}
+SPLITS=${SPLITS-test infamily seen}  # "" = no evaluation
 EVAL_TASKS=${EVAL_TASKS:-48}
 MAX_NEW=${MAX_NEW:-1024}
 SAMPLE_S=${SAMPLE_S:-140}
 EVAL_S=${EVAL_S:-100}
-PACK=${PACK:-S M}
+PACK=${PACK-S M}  # "" = no checkpoint returned
 MODELS=${MODELS:-runs/models}
 mkdir -p "$MODELS"
 if [ "$TRAIN" = 1 ]; then

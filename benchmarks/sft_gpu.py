@@ -82,6 +82,9 @@ def train(args) -> None:
                                           learning_rate=args.lr, seed=args.seed,
                                           **({"sft_renames": args.renames} if args.renames >= 0 else {}))
     out = _model_dir(args, size)
+    # Samples and evaluations of an earlier model in this folder would be taken for this one's.
+    for stale in [*out.glob("samples_*.jsonl.gz"), *out.glob("eval*.parquet"), *out.glob("eval*_summary.json")]:
+        stale.unlink()
     tasks = _tasks()
     tok = policy.get_tokenizer(cfg, tasks, ROOT)
     meas = _measurements(args.measurements)
