@@ -34,10 +34,20 @@ class ResultStore:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(str(self.path), timeout=30, check_same_thread=False)
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, "
-                             "task_id TEXT, record TEXT, created REAL)")
-            self._db.commit()
+            # Processes opening a new store together (the ranks of a multi-GPU run) race for the
+            # switch to WAL, which takes the database exclusively and can fail at once with
+            # "database is locked" instead of waiting: retry for up to the connect timeout.
+            for attempt in range(300):
+                try:
+                    self._db.execute("PRAGMA journal_mode=WAL")
+                    self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, "
+                                     "task_id TEXT, record TEXT, created REAL)")
+                    self._db.commit()
+                    break
+                except sqlite3.OperationalError as e:
+                    if "locked" not in str(e) or attempt == 299:
+                        raise
+                    time.sleep(0.1)
         self.hits = 0
         self.misses = 0
 
