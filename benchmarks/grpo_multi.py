@@ -69,10 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         tasks = sorted(dev_tasks(), key=lambda t: sum(len(v.source) for v in t.variants))[:world]
         structural = StructuralReward({t.task_id: t for t in tasks}, grpo.synthetic_ranker(),
                                       get_profile("smoke").reward)
-        # Temperature 1.0: at the smoke profile's 0.4 the warm-started policy can emit the same
-        # kernel eight times, every group's returns centre to 0 and no rank has a gradient to
-        # all-reduce (seen in session 8 at two commits); this check is about the all-reduce.
-        over.update(tasks_per_step=1, max_tasks=world, ranker_path="", temperature=1.0)
+        over.update(tasks_per_step=1, max_tasks=world, ranker_path="")
     else:
         # every rank needs its own prompts each step: at least tasks_per_step x ranks tasks
         base = grpo.GRPOSettings.for_profile(a.profile)
