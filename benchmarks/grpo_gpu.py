@@ -39,12 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def policy_splits() -> dict[str, str]:
-    from cudaperf.policy import EVAL_SPLIT_MEANING
-
-    return EVAL_SPLIT_MEANING
-
-
 def _log(msg: str) -> None:
     print(f"[grpo_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -160,6 +154,8 @@ def evaluate(args) -> None:
 
 
 def main(argv=None) -> None:
+    from cudaperf.policy import EVAL_SPLIT_MEANING
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
     t = sub.add_parser("train", help="GRPO for at most --budget-s seconds, resuming the run")
@@ -174,7 +170,7 @@ def main(argv=None) -> None:
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")
     e.add_argument("--run", default="mini-M-both")
     e.add_argument("--eval-tasks", type=int, default=120, help="tasks of --split (0 = all)")
-    e.add_argument("--split", choices=sorted(policy_splits()), default="test",
+    e.add_argument("--split", choices=sorted(EVAL_SPLIT_MEANING), default="test",
                    help="test: held-out families; infamily: held-out programs of the train families; "
                     "seen: programs SFT trained on")
     e.add_argument("--n", type=int, default=5)

@@ -42,12 +42,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def policy_splits() -> dict[str, str]:
-    from cudaperf.policy import EVAL_SPLIT_MEANING
-
-    return EVAL_SPLIT_MEANING
-
-
 def _log(msg: str) -> None:
     print(f"[sft_gpu {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
@@ -271,13 +265,15 @@ def evaluate(args) -> None:
 
 
 def main(argv=None) -> None:
+    from cudaperf.policy import EVAL_SPLIT_MEANING
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("stage", choices=["train", "sample", "eval", "all"])
     ap.add_argument("--size", choices=["tiny", "S", "M", "L"], nargs="+", default=["L"],
                     help="model size(s); eval takes several and prepares the tasks once for all")
     ap.add_argument("--out", default="", help="checkpoint folder of one --size (default data/models/sft-<size>)")
     ap.add_argument("--models", default="data/models", help="folder of sft-<size>/ when --size names several")
-    ap.add_argument("--split", choices=sorted(policy_splits()), default="test",
+    ap.add_argument("--split", choices=sorted(EVAL_SPLIT_MEANING), default="test",
                     help="test: held-out families; infamily: held-out programs of the train families; "
                     "seen: programs SFT trained on")
     ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
