@@ -108,18 +108,34 @@ def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: 
     return med, cv
 
 
-def reference_cases(task: Task, seed: int = 0) -> list[tuple[TestConfig, dict[str, Any], dict[str, np.ndarray]]]:
+def reference_cases(task: Task, seed: int = 0, precisions: list[str] | None = None
+                    ) -> list[tuple[TestConfig, dict[str, Any], dict[str, np.ndarray]]]:
     """(test, inputs, reference outputs) for every test of `task`: fresh inputs per test (seed +
     test index) and the module's outputs on them in float64 on the GPU (the harness' reference
     precision). float64 also keeps cuDNN's and cuBLAS' TF32 out of the reference: a float32 conv
-    reference computed with TF32 is off by ~1e-3 relative and fails exact float32 kernels."""
+    reference computed with TF32 is off by ~1e-3 relative and fails exact float32 kernels.
+
+    A float64 module that does not fit in GPU memory (attention over 8k tokens materialises its
+    score matrix in float64: 65 GB, several verify processes at once) is run again in float32 with
+    TF32 off instead, where PyTorch's memory-efficient kernels apply. Each test's reference
+    precision ("float64" or "float32") is appended to `precisions` when given."""
+    import torch
+
     from cudaperf.inputs import make_inputs
     from cudaperf.torchtasks.runtime import reference_outputs
 
     cases = []
     for j, test in enumerate(task.tests):
         arrays = make_inputs(task, test, seed + j)
-        cases.append((test, arrays, reference_outputs(task, test, arrays, device="cuda", double=True)))
+        try:
+            want, prec = reference_outputs(task, test, arrays, device="cuda", double=True), "float64"
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            with strict_fp32():
+                want, prec = reference_outputs(task, test, arrays, device="cuda"), "float32"
+        cases.append((test, arrays, want))
+        if precisions is not None:
+            precisions.append(prec)
     return cases
 
 
@@ -186,7 +202,10 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
         if cr.ok:
             with lock.shared():
                 if cases is None:
-                    cases = reference_cases(task, seed)
+                    precisions: list[str] = []
+                    cases = reference_cases(task, seed, precisions)
+                    if set(precisions) != {"float64"}:  # say which tests fell back to float32
+                        row["reference"] = ",".join(f"{t.name}:{p}" for t, p in zip(task.tests, precisions))
                 ok, fails = check_variant(task, cr.so_path, seed, cases)
             rec.update(correct=ok, failures=fails[:5])
             if ok:
