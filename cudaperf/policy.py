@@ -84,8 +84,8 @@ class PolicyConfig:
     vocab_size: int = _f(8192, "BPE vocabulary size including special tokens.")
     max_length: int = _f(3072, "Longest SFT example in tokens (prompt + completion); longer ones are dropped.")
     sft_refine: bool = _f(True, "Add refinement transcripts (attempt -> feedback -> other variant) to SFT.")
-    sft_renames: int = _f(0, "Renamed copies of each train task in SFT (entry point and the kernels named after "
-                             "it renamed at random), so the policy learns to take names from the prompt.")
+    sft_renames: int = _f(0, "Renamed copies of each train task in SFT (entry point, the kernels named after it and "
+                             "the parameters renamed at random), so the policy learns to take names from the prompt.")
     sft_max_examples: int = _f(0, "Use at most this many SFT examples (0 = all).")
     sft_epochs: float = _f(3.0, "Passes over the SFT data (max_steps, if set, wins).")
     sft_max_steps: int = _f(-1, "Optimiser steps (-1: from sft_epochs).")
@@ -341,7 +341,8 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
                  seed: int = 0) -> list[dict[str, Any]]:
     """TRL prompt-completion records: every variant of every task, plus refinement transcripts,
     plus (renames > 0) the translation records of `renames` copies of each task whose entry point
-    is renamed at random (`renamed`; kind "translate-renamed").
+    and parameters are renamed at random (`renamed`; kind "translate-renamed"): names the policy
+    can only get right by copying them from the prompt.
 
     Refinement pairs: with measurements of a task's variants, every variant measured slower
     than the task's fastest (by `measurably_faster`) is an attempt whose feedback carries its
@@ -356,7 +357,7 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
         for v in t.variants:
             out.append(_record(t, base, v.source, "translate", v.name, ""))
         for _ in range(renames):
-            r = renamed(t, random_entry_name(rng, t))
+            r = renamed(t, random_entry_name(rng, t), random_param_names(rng, t))
             rp = prompts.task_prompt(r)
             for v in r.variants:
                 out.append(_record(t, rp, v.source, "translate-renamed", v.name, ""))
@@ -381,6 +382,24 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
 # Entry-point names of the renamed SFT copies: C-style words, never one of the task's identifiers.
 _NAME_WORDS = ("apply", "compute", "run", "eval", "update", "calc", "proc", "step", "op", "fused", "map",
                "reduce", "pass", "stage", "kern", "task", "job", "do", "batch", "work")
+# Parameter names of the renamed copies: the short names C code uses for sizes, arrays and scalars.
+_PARAM_WORDS = ("n", "m", "k", "len", "cnt", "num", "sz", "rows", "cols", "w", "h", "d", "nx", "ny",
+                "src", "dst", "buf", "arr", "vec", "mat", "a", "b", "c", "x", "y", "z", "p", "q", "u",
+                "v", "data", "val", "res", "lhs", "rhs", "ld", "off", "scale", "alpha", "beta", "eps",
+                "lo", "hi", "in0", "in1", "out0", "t", "s", "r", "f", "g", "xs", "ys", "ws")
+_RESERVED = frozenset("""
+auto break case char const continue default do double else enum extern float for goto if inline int
+long register restrict return short signed sizeof static struct switch typedef union unsigned void
+volatile while bool true false new delete this class template typename namespace using operator
+private public protected virtual friend dim3 threadIdx blockIdx blockDim gridDim warpSize
+""".split())
+
+
+def _identifiers(task: Task) -> set[str]:
+    import re
+
+    text = task.reference + "".join(v.source for v in task.variants)
+    return set(re.findall(r"[A-Za-z_]\w*", text))
 
 
 def random_entry_name(rng: random.Random, task: Task) -> str:
@@ -392,21 +411,61 @@ def random_entry_name(rng: random.Random, task: Task) -> str:
             return name
 
 
-def renamed(task: Task, new_entry: str) -> Task:
+def random_param_names(rng: random.Random, task: Task) -> dict[str, str]:
+    """A new name for each of `task`'s parameters: short C-style names, distinct, and none an
+    identifier of its sources, a C/C++ keyword or a CUDA built-in (so no renamed code can clash
+    with a local variable or a kernel of the task)."""
+    taken = _identifiers(task) | _RESERVED
+    out: dict[str, str] = {}
+    for p in task.signature:
+        while True:
+            name = rng.choice(_PARAM_WORDS)
+            if rng.random() < 0.5 or name in taken:
+                name = f"{name}{rng.randint(0, 99)}"
+            if name not in taken:
+                break
+        taken.add(name)
+        out[p.name] = name
+    return out
+
+
+def renamed(task: Task, new_entry: str, params: dict[str, str] | None = None) -> Task:
     """`task` with its entry point called `new_entry` in the reference and every variant, and the
-    identifiers built on it (kernels named ``<entry>_tiled`` etc.) renamed alike; nothing else
+    identifiers built on it (kernels named ``<entry>_tiled`` etc.) renamed alike; with `params`
+    (old name -> new name), its parameters too: in the signature (names, shape and init
+    expressions), the tests' sizes and scalars, the reference and every variant. Nothing else
     changes, so each variant compiles and computes exactly what it did."""
     import dataclasses
     import re
 
-    if not re.fullmatch(r"[A-Za-z_]\w*", new_entry):
-        raise ValueError(f"not a C identifier: {new_entry!r}")
-    # the entry as a whole word, or as the stem of a longer identifier (entry_ws, entry_final)
-    pat = re.compile(rf"\b{re.escape(task.entry)}(?=\b|_)")
-    sub = lambda text: pat.sub(new_entry, text)  # noqa: E731
-    return dataclasses.replace(task, entry=new_entry, reference=sub(task.reference),
+    params = dict(params or {})
+    for new in [new_entry, *params.values()]:
+        if not re.fullmatch(r"[A-Za-z_]\w*", new):
+            raise ValueError(f"not a C identifier: {new!r}")
+    if set(params) - {p.name for p in task.signature}:
+        raise ValueError(f"not parameters of {task.task_id}: {sorted(set(params) - {p.name for p in task.signature})}")
+    # One pass over each text: the entry as a whole word or as the stem of a longer identifier
+    # (entry_ws, entry_final); a parameter as a whole word that is not a member (.x, ->n) and not
+    # an escape sequence ("\n").
+    words = "|".join(re.escape(n) for n in sorted(params, key=len, reverse=True))
+    pat = re.compile(rf"(?<![\w.\\])(?<!->)(?:(?P<e>{re.escape(task.entry)})(?=\b|_)"
+                     + (rf"|(?P<p>{words})\b)" if words else ")"))
+    sub = lambda text: pat.sub(lambda m: new_entry if m.group("e") else params[m.group("p")], text)  # noqa: E731
+
+    def subx(text: str | None) -> str | None:
+        return None if text is None else sub(text)
+
+    sig = [dataclasses.replace(p, name=params.get(p.name, p.name), shape=subx(p.shape), init=subx(p.init))
+           for p in task.signature]
+    tests = [dataclasses.replace(t, sizes={params.get(k, k): v for k, v in t.sizes.items()},
+                                 scalars={params.get(k, k): v for k, v in t.scalars.items()})
+             for t in task.tests]
+    meta = dict(task.meta, renamed_from=task.entry)
+    if params:
+        meta["renamed_params"] = params
+    return dataclasses.replace(task, entry=new_entry, reference=sub(task.reference), signature=sig, tests=tests,
                                variants=[dataclasses.replace(v, source=sub(v.source)) for v in task.variants],
-                               meta=dict(task.meta, renamed_from=task.entry))
+                               meta=meta)
 
 
 def _record(t: Task, prompt_msgs, code: str, kind: str, variant: str, attempt: str) -> dict[str, Any]:

@@ -441,6 +441,53 @@ def test_renamed_task_compiles_and_exports_the_new_entry(tmp_path):
     assert kinds.count("translate-renamed") == 2 * kinds.count("translate")
 
 
+def test_renamed_parameters_change_names_only(tmp_path):
+    """Parameters renamed too: the prompt shows only the new names, every variant still compiles
+    (real nvcc), and the C reference computes the same outputs from the same inputs."""
+    import random
+    import shutil
+
+    import numpy as np
+
+    from cudaperf.compile import compile_candidate
+    from cudaperf.inputs import make_inputs
+    from cudaperf.reference import reference_outputs
+
+    if shutil.which("nvcc") is None or shutil.which("gcc") is None:
+        pytest.skip("needs nvcc and gcc")
+    rng = random.Random(5)
+    for t in dev_tasks():
+        names = policy.random_param_names(rng, t)
+        assert len(set(names.values())) == len(t.signature) and not set(names.values()) & {p.name for p in t.signature}
+        r = policy.renamed(t, policy.random_entry_name(rng, t), names)
+        assert [p.name for p in r.signature] == [names[p.name] for p in t.signature]
+        text = prompts.task_user_text(r)
+        for old in names:  # no old parameter name survives as a word outside member accesses
+            assert not re.search(rf"(?<![\w.]){re.escape(old)}\b", r.reference), (t.task_id, old)
+            assert f"{old} (" not in text
+        for v in r.variants:
+            cr = compile_candidate(v.source, arch="sm_90", cache_dir=str(tmp_path / "nv"))
+            assert cr.ok, (t.task_id, v.name, cr.log[-500:])
+        test = t.tests[1]
+        rt = next(x for x in r.tests if x.name == test.name)
+        a = make_inputs(t, test, 0)
+
+        def same_inputs(d):  # the original's inputs, under the new names
+            for p in t.signature:
+                if p.is_pointer and p.role in ("in", "inout"):
+                    f = d / f"{names[p.name]}.bin"
+                    np.ascontiguousarray(a[p.name], dtype=p.dtype).tofile(f)
+                    f.chmod(0o644)
+            return {names[p.name]: a[p.name] for p in t.signature if not p.is_pointer}
+
+        ra = reference_outputs(t, test, 0, cache_dir=tmp_path / "ra")
+        rb = reference_outputs(r, rt, 0, cache_dir=tmp_path / "rb", inputs=same_inputs)
+        assert ra and set(rb) == {names[k] for k in ra}
+        assert {names[k]: v.tobytes() for k, v in ra.items()} == {k: v.tobytes() for k, v in rb.items()}
+    with pytest.raises(ValueError, match="not parameters"):
+        policy.renamed(t, "fine_name", {"no_such_param": "q"})
+
+
 def test_sft_logs_a_loss_per_named_eval_set(tok, tmp_path):
     cfg = policy.PolicyConfig.for_profile("smoke", sft_max_steps=-1, sft_epochs=2.0, batch_size=4,
                                           logging_steps=1)
