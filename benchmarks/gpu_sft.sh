@@ -51,7 +51,7 @@ if [ -n "$SPLITS" ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$MODELS/gpu.txt" 2>&1
 python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'trl', trl.__version__)" >> "$MODELS/gpu.txt" 2>&1
-echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW bash benchmarks/gpu_sft.sh (commit $(git rev-parse --short HEAD 2>/dev/null))" >> "$MODELS/gpu.txt"
+echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW bash benchmarks/gpu_sft.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$MODELS/gpu.txt"
 (cd "$MODELS" && tar czf "$OUT/sft_results.tar.gz" --exclude='*.safetensors' --exclude='tokenizer.json' .)
 for s in $PACK; do
   [ -d "$MODELS/sft-$s" ] && tar cf - -C "$MODELS" --exclude='samples_*' --exclude='eval*' "sft-$s" | split -b 14M - "$OUT/model_$s.tar.part-"

@@ -155,7 +155,13 @@ def package_versions(names: tuple[str, ...] = STACK) -> dict[str, str | None]:
 
 
 def git_state(root: str | Path | None = None) -> dict[str, Any]:
-    """{'commit': sha or None, 'dirty': bool or None} of the checkout at root."""
+    """{'commit': sha or None, 'dirty': bool or None} of the checkout at root. $CUDAPERF_COMMIT,
+    when set, is the commit instead (source 'env'): the lent GPU machine gets a copy of the
+    working tree whose .git need not be the tree's (it reported the session's first commit, clean,
+    while running later code), so device commands pass the commit they were launched at."""
+    env = os.environ.get("CUDAPERF_COMMIT", "").strip()
+    if env:
+        return {"commit": env, "dirty": None, "source": "env"}
     root = Path(root) if root else repo_root()
     sha = _run(["git", "rev-parse", "HEAD"], cwd=root)
     if sha is None:

@@ -100,3 +100,13 @@ def test_write_manifest_ignores_volatile_facts(tmp_path):
 def test_repo_root_is_the_checkout():
     assert (envinfo.repo_root() / "pyproject.toml").is_file()
     assert (envinfo.repo_root() / "cudaperf" / "envinfo.py").is_file()
+
+
+def test_git_state_takes_the_commit_a_device_command_names(monkeypatch):
+    from cudaperf import envinfo
+
+    monkeypatch.delenv("CUDAPERF_COMMIT", raising=False)
+    here = envinfo.git_state()
+    assert here.get("source") != "env"
+    monkeypatch.setenv("CUDAPERF_COMMIT", "abc1234")
+    assert envinfo.git_state() == {"commit": "abc1234", "dirty": None, "source": "env"}
