@@ -16,6 +16,7 @@ On a GPU machine it measures
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -57,8 +58,10 @@ def pick_variants(tasks: list[Task], n: int, seed: int) -> list[tuple[Task, str,
     return out[:n]
 
 
-def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int, gpus: str = "all") -> dict:
-    h = Harness(get_profile("mini", **{"harness.cache_dir": cache, "harness.gpus": gpus}).harness,
+def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int, gpus: str = "all",
+               share_runner: bool = False) -> dict:
+    h = Harness(get_profile("mini", **{"harness.cache_dir": cache, "harness.gpus": gpus,
+                                       "harness.share_runner": share_runner}).harness,
                 workers_per_gpu=workers_per_gpu)
     # Per-task one-off work (references on the CPU, the naive build) is measured apart: it is
     # paid once per task, not per candidate. Then the compile cache is emptied again, so every
@@ -82,7 +85,8 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     return {"candidates": len(res), "tasks": len(tasks_used), "prepare_s": prep_s,
             "prepare_errors": prep_errors, "wall_s": wall, "per_minute": len(res) / wall * 60,
             "status_counts": status, "stage_seconds_sum": stage, "cpu_cores": os.cpu_count(),
-            "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu,
+            "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu, "share_runner": share_runner,
+            "in_shared_runners": sum("shared_runner" in r.timings for r in res),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
                          "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
                         for (t, v, _), r in zip(items, res)]}
@@ -161,6 +165,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu-sets", nargs="+", default=["all"],
                     help="harness GPU sets for the throughput runs, e.g. '0' '0,1': one cold run per set and "
                          "workers value (the pool over one GPU against two)")
+    ap.add_argument("--runners", nargs="+", default=["own"], choices=["own", "shared"],
+                    help="own: a fresh runner per candidate (the default harness); shared: "
+                         "HarnessConfig.share_runner (clean candidates of a task share runners); one cold "
+                         "throughput run per value")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
@@ -182,18 +190,17 @@ def main(argv: list[str] | None = None) -> int:
     items = pick_variants(tasks, a.n_throughput, a.seed)
     cache = tempfile.mkdtemp(prefix="bench-")
     if "throughput" not in a.skip:
-        for gs in a.gpu_sets:
-            for w in a.workers_per_gpu:
-                run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
-                r = throughput(items, run_cache, w, gs)
-                shutil.rmtree(run_cache, ignore_errors=True)
-                key = str(w) if gs == "all" else f"{w}@gpus={gs}"
-                out.setdefault("throughput_by_workers", {})[key] = r
-                out.setdefault("throughput", r)
-                print(f"throughput, {w} workers per GPU on GPUs {gs} ({r['gpus']}): {r['per_minute']:.0f} "
-                      f"candidates/min ({r['candidates']} in {r['wall_s']:.1f} s; one-off task preparation "
-                      f"{r['prepare_s']:.1f} s) {r['status_counts']}", flush=True)
-                save()
+        for mode, gs, w in itertools.product(a.runners, a.gpu_sets, a.workers_per_gpu):
+            run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
+            r = throughput(items, run_cache, w, gs, share_runner=mode == "shared")
+            shutil.rmtree(run_cache, ignore_errors=True)
+            key = (str(w) if gs == "all" else f"{w}@gpus={gs}") + ("@shared" if mode == "shared" else "")
+            out.setdefault("throughput_by_workers", {})[key] = r
+            out.setdefault("throughput", r)
+            print(f"throughput, {mode} runners, {w} workers per GPU on GPUs {gs} ({r['gpus']}): "
+                  f"{r['per_minute']:.0f} candidates/min ({r['candidates']} in {r['wall_s']:.1f} s; one-off task "
+                  f"preparation {r['prepare_s']:.1f} s) {r['status_counts']}", flush=True)
+            save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
         print(f"load_inline: {out['load_inline']['per_minute']:.1f} candidates/min "

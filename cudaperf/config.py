@@ -70,6 +70,11 @@ class HarnessConfig:
     spot_check: bool = _f(True, "Check the outputs of one timed call, picked at random per candidate (poisoned before, "
                                 "copied back after, outside the timed interval): a candidate that skips work while "
                                 "timed fails. Off for tasks with in/out buffers (repeated calls change them).")
+    share_runner: bool = _f(False, "Candidates of one task that the static scan finds clean (no flag at all) share a "
+                                   "runner process, one after another, instead of a runner each: one CUDA context per "
+                                   "group (the driver creates ~4.5 per second on the H200). Same checks, timing and "
+                                   "spot check per candidate; anything flagged, and anything that goes wrong, gets a "
+                                   "runner of its own (cudaperf.sharedrunner).")
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")

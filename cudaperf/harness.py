@@ -221,8 +221,14 @@ class Harness:
     def evaluate_many(self, items: Sequence[tuple[Task, str]], *, progress: bool = False) -> list[EvalResult]:
         """Evaluate many candidates: compiles on all CPU cores, runs on every selected GPU.
 
-        Results come back in input order, one per item.
+        Results come back in input order, one per item. With ``share_runner`` (HarnessConfig),
+        a task's candidates that the static scan finds clean share runners
+        (`cudaperf.sharedrunner`).
         """
+        if self.cfg.share_runner and self.has_gpu:
+            from cudaperf import sharedrunner
+
+            return sharedrunner.evaluate_many(self, items, progress=progress)
         results: list[EvalResult | None] = [None] * len(items)
 
         def one(i: int) -> int:
@@ -520,8 +526,8 @@ class Harness:
                 med, done = self._measure_clean_baseline(task, gpu, slot, shim, base_so), True
             finally:  # an unexpected error caches nothing (a later candidate measures it again)
                 with self._clean_mu:
-                    if done:
-                        self._clean_base[key] = med
+                    if done:  # a shared runner may have measured it meanwhile: one number per task
+                        med = self._clean_base.setdefault(key, med)
                     self._clean_inflight.pop(key).set()
             return med
 
@@ -532,7 +538,6 @@ class Harness:
         return self._clean_pool.submit(measure).result
 
     def _measure_clean_baseline(self, task: Task, gpu: int, slot: int, shim: Path, base_so: str) -> float | None:
-        cfg, perf = self.cfg, task.perf_test
         try:
             with self._runner(gpu, slot) as (runner, scratch):
                 shim_name, base_name = runner.stage(shim, "shim.so"), runner.stage(base_so, "base.so")
@@ -542,17 +547,23 @@ class Harness:
                         rep = runner.request(f"load 1 {base_name} {task.entry}")
                 if not rep.startswith("ok"):
                     raise gpuworker.RunnerDied("baseline", rep)
-                self._prepare_args(task, perf, 0, runner, scratch, self._locks[gpu], reset=True)
-                with self._locks[gpu].exclusive():
-                    rep = runner.request(f"time 1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
-                                         timeout=cfg.run_timeout_s * 4)
-                if not rep.startswith("ok"):
-                    raise gpuworker.RunnerDied("baseline", rep)
-                _, a = _fields(rep, 2)
-                med = _median_cv(_floats(a, cfg.reps))[0]
+                med = self._time_naive_alone(task, runner, scratch, gpu, 1)
         except gpuworker.RunnerDied:
             med = None  # the check is then skipped; the candidate's own record is unaffected
         return med
+
+    def _time_naive_alone(self, task: Task, runner: gpuworker.Runner, scratch: Path, gpu: int, slot: int) -> float:
+        """Median ms of the naive variant (loaded in `slot`) timed alone on the perf test, in a
+        runner where no candidate is loaded yet; RunnerDied if the runner fails it."""
+        cfg = self.cfg
+        self._prepare_args(task, task.perf_test, 0, runner, scratch, self._locks[gpu], reset=True)
+        with self._locks[gpu].exclusive():
+            rep = runner.request(f"time {slot} {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)}",
+                                 timeout=cfg.run_timeout_s * 4)
+        if not rep.startswith("ok"):
+            raise gpuworker.RunnerDied("baseline", rep)
+        _, a = _fields(rep, 2)
+        return _median_cv(_floats(a, cfg.reps))[0]
 
     def _init_runner(self, runner: gpuworker.Runner, shim: Path, gpu: int) -> tuple[str, str]:
         """Load the call shim and create the runner's CUDA context; (GPU name, compute capability)."""
@@ -587,6 +598,14 @@ class Harness:
                 res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
                 res.failures.append({"stage": "load", "reason": rep})
                 return
+        self._judge_loaded(task, runner, scratch, gpu, res, cand=0, base=1)
+
+    def _judge_loaded(self, task: Task, runner: gpuworker.Runner, scratch: Path, gpu: int, res: EvalResult,
+                      cand: int, base: int) -> None:
+        """Checks, timing (with the spot check) and recheck of the candidate loaded in runner slot
+        `cand`, against the naive variant in slot `base`: the one-candidate path's verdict, also
+        used by a shared runner (`cudaperf.sharedrunner`)."""
+        cfg = self.cfg
         seeds = list(range(cfg.check_seeds))
         rng = random.Random(self._rng.random())
         # ---- correctness on every test configuration
@@ -595,7 +614,7 @@ class Harness:
         for test in task.tests:
             seed = rng.choice(seeds)
             used_seed[test.name] = seed
-            ok, fail = self._check(task, test, seed, runner, scratch, self._locks[gpu])
+            ok, fail = self._check(task, test, seed, runner, scratch, self._locks[gpu], slot=cand)
             passed += ok
             if fail:
                 res.failures.append(fail)
@@ -609,7 +628,7 @@ class Harness:
         spot = rng.randrange(cfg.reps) if cfg.spot_check and self._spot_checkable(task) else -1
         t = time.perf_counter()
         with self._locks[gpu].exclusive():
-            rep = runner.request(f"time 0,1 {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)} {spot}",
+            rep = runner.request(f"time {cand},{base} {cfg.warmup} {cfg.reps} {int(cfg.flush_l2)} {spot}",
                                  timeout=cfg.run_timeout_s * 4)
         res.timings["time"] = round(time.perf_counter() - t, 4)
         if not rep.startswith("ok"):
@@ -633,7 +652,7 @@ class Harness:
         if cfg.recheck:  # off only for trusted code (HarnessConfig.recheck)
             t = time.perf_counter()
             other = [s for s in seeds if s != used_seed[perf.name]] or [cfg.check_seeds]
-            ok, fail = self._check(task, perf, rng.choice(other), runner, scratch, self._locks[gpu])
+            ok, fail = self._check(task, perf, rng.choice(other), runner, scratch, self._locks[gpu], slot=cand)
             res.timings["recheck"] = round(time.perf_counter() - t, 4)
         self._note_recheck(task, res, fail)
 
@@ -786,12 +805,12 @@ class Harness:
         return True, None
 
     def _check(self, task: Task, test: TestConfig, seed: int, runner: gpuworker.Runner,
-               scratch: Path, lock: GpuLock) -> tuple[bool, dict | None]:
-        """Run one checked call; return (passed, failure record or None)."""
+               scratch: Path, lock: GpuLock, slot: int = 0) -> tuple[bool, dict | None]:
+        """Run one checked call of `slot`; return (passed, failure record or None)."""
         # CPU work (reference, input files) happens outside the GPU lock.
         ref = self._reference(task, test, seed)
         self._prepare_args(task, test, seed, runner, scratch, lock)
-        return self._checked_run(task, test, seed, 0, ref, runner, scratch, lock)
+        return self._checked_run(task, test, seed, slot, ref, runner, scratch, lock)
 
     def _checked_run(self, task: Task, test: TestConfig, seed: int, slot: int, ref: dict,
                      runner: gpuworker.Runner, scratch: Path, lock: GpuLock) -> tuple[bool, dict | None]:

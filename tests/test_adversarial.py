@@ -318,7 +318,10 @@ def _log_rows(cases, results) -> list[dict]:
 
 
 @pytest.mark.gpu
-def test_suite_gpu(tmp_path, monkeypatch):
+@pytest.mark.parametrize("share", [False, True], ids=["own_runner", "shared_runner"])
+def test_suite_gpu(tmp_path, monkeypatch, share):
+    """The whole suite in one batch; with `share`, HarnessConfig.share_runner: the candidates the
+    scan finds clean share runners per task (cudaperf.sharedrunner) and must get the same outcomes."""
     from cudaperf.harness import Harness
 
     root = os.geteuid() == 0
@@ -334,7 +337,7 @@ def test_suite_gpu(tmp_path, monkeypatch):
                               env={**os.environ, "CUDAPERF_ADV_SECRET": secret})
     listener = _Listener(LISTEN_PORT)
     profile = os.environ.get("CUDAPERF_ADV_PROFILE", "smoke")
-    cfg = get_profile(profile, **{"harness.cache_dir": str(tmp_path / "cache")}).harness
+    cfg = get_profile(profile, **{"harness.cache_dir": str(tmp_path / "cache"), "harness.share_runner": share}).harness
     h = Harness(cfg)
     marker = str(h.scratch_base)
     before = set(stray_processes(marker, root))  # e.g. left by earlier tests: not this batch's
@@ -363,13 +366,17 @@ def test_suite_gpu(tmp_path, monkeypatch):
 
     rows = _log_rows(cases, results)
     if os.environ.get("CUDAPERF_ADV_LOG"):
-        with open(os.environ["CUDAPERF_ADV_LOG"], "w") as fh:
+        log_path = os.environ["CUDAPERF_ADV_LOG"]
+        if share:
+            log_path = log_path.replace(".jsonl", "") + "_shared.jsonl"
+        with open(log_path, "w") as fh:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
     for row in rows:
         print(f"{row['name']:28s} {row['expect']:22s} {row['status']:13s} {row['reward']:7.3f} "
               f"{row['seconds'] or 0:7.1f}s {','.join(row['flags'])} | {row['message'][:80]}")
-    print(f"{len(cases)} candidates in {wall:.0f} s (root={root}, profile={profile})")
+    print(f"{len(cases)} candidates in {wall:.0f} s (root={root}, profile={profile}, share_runner={share}, "
+          f"{sum('shared_runner' in r.timings for r in results)} in shared runners)")
 
     problems = []
     assert len(results) == len(cases)

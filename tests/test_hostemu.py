@@ -290,3 +290,82 @@ def test_no_descriptor_leak_over_many_evaluations(emu):
         emu.evaluate_many([(TASK, SEGFAULT + f"\n// fd{i}\n"), (TASK, REF + f"\n// fd one {i}\n")])
     after = len(os.listdir("/proc/self/fd"))
     assert after - before <= 3, f"{after - before} more open descriptors after 18 evaluations"
+
+
+@pytest.fixture()
+def shared(emu):
+    """The emulated harness with share_runner on (and back off after the test)."""
+    import dataclasses
+
+    old = emu.cfg
+    emu.cfg = dataclasses.replace(old, share_runner=True)
+    yield emu
+    emu.cfg = old
+
+
+def test_shared_runner_judges_each_candidate_as_its_own_runner_would(shared):
+    """Clean candidates of a task share runners and get the one-candidate path's verdicts, their
+    own timings and the spot check; a flagged candidate (file-scope state) runs alone. The
+    emulated harness has 2 slots, so one task's 4 clean candidates go 2 to a runner."""
+    srcs = [REF + "\n// sh\n", ZEROS + "\n// sh\n", WRITES_INPUT + "\n// sh\n", SLOW + "\n// sh\n", MEMO + "\n// sh\n"]
+    ok, zeros, writes, slow, memo = shared.evaluate_many([(TASK, s) for s in srcs])
+    assert [r.status for r in (ok, zeros, writes, slow, memo)] == ["correct", "wrong", "wrong", "correct", "wrong"], \
+        [(r.message, r.failures[-1:]) for r in (ok, zeros, writes, slow, memo)]
+    for pos, r in enumerate((ok, zeros, writes, slow)):
+        assert r.timings["shared_runner"] == 2 and r.timings["shared_position"] == pos % 2, r.timings
+        assert "note:shared_fallback" not in r.flags and r.gpu == "Host Emulator"
+    assert any(f.get("reason") == "input_modified" for f in writes.failures)
+    assert ok.baseline_clean_ms > 0 and ok.baseline_clean_ms == slow.baseline_clean_ms  # timed once, alone
+    assert slow.runtime_ms > 2 * ok.runtime_ms and slow.speedup < 0.5 < ok.speedup, (slow.runtime_ms, ok.runtime_ms)
+    # the memoising candidate has file-scope state: the scan flags it, it gets a runner of its own
+    assert "shared_runner" not in memo.timings and "hack:timed_calls_differ" in memo.flags, memo.flags
+
+
+def test_shared_runner_death_costs_only_the_candidate_that_caused_it(shared):
+    """A candidate that kills its shared runner is judged again alone (and crashes there, as its
+    own verdict); the candidate after it continues in a fresh shared runner; the other runner of
+    the task (6 candidates, 2 slots: 3 to a runner) is unaffected."""
+    srcs = [REF + "\n// d0\n", SEGFAULT + "\n// d1\n", REF + "\n// d2\n",
+            ZEROS + "\n// d3\n", REF + "\n// d4\n", REF + "\n// d5\n"]
+    a, seg, c, zeros, e, f = shared.evaluate_many([(TASK, s) for s in srcs])
+    assert [r.status for r in (a, seg, c, zeros, e, f)] == ["correct", "crashed", "correct", "wrong", "correct",
+                                                           "correct"], [(r.message, r.failures[-1:]) for r in (a, seg, c)]
+    assert (a.timings["shared_runner"], a.timings["shared_position"]) == (3, 0)
+    assert "note:shared_fallback" in seg.flags and "shared_runner" not in seg.timings  # its own runner's record
+    assert any(x.get("stage") == "run" and x.get("reason") == "exited" for x in seg.failures), seg.failures
+    assert (c.timings["shared_runner"], c.timings["shared_position"]) == (1, 0)  # a fresh shared runner
+    for pos, r in enumerate((zeros, e, f)):
+        assert (r.timings["shared_runner"], r.timings["shared_position"]) == (3, pos)
+        assert "note:shared_fallback" not in r.flags
+
+
+def test_shared_runner_chunks_use_every_slot():
+    from cudaperf.sharedrunner import chunk_size
+
+    assert chunk_size(3, groups=80, slots=16) == 3  # many tasks: a runner per task
+    assert chunk_size(16, groups=8, slots=16) == 8  # a GRPO step: two runners per task
+    assert chunk_size(16, groups=1, slots=16) == 1  # one task: a runner per candidate
+    assert chunk_size(5, groups=2, slots=4) == 3
+
+
+LEAKS = "extern long long cudaperf_emu_leaked;\n" + REF.replace(
+    "out[r] = s;", "out[r] = s; if (r == 0) cudaperf_emu_leaked += 1LL << 27;")
+
+
+def test_shared_runner_is_retired_when_a_candidate_leaks_device_memory(shared, monkeypatch):
+    """A candidate that leaves device memory allocated keeps its own verdict, and the candidates
+    after it continue in a fresh shared runner instead of inheriting the leak."""
+    import cudaperf.sharedrunner as sr
+
+    monkeypatch.setattr(sr, "chunk_size", lambda n, groups, slots: n)  # all three in one runner
+    srcs = [LEAKS + "\n// m0\n", REF + "\n// m1\n", ZEROS + "\n// m2\n"]
+    leak, c, zeros = shared.evaluate_many([(TASK, s) for s in srcs])
+    assert (leak.status, c.status, zeros.status) == ("correct", "correct", "wrong")
+    assert not any("note:shared_fallback" in r.flags for r in (leak, c, zeros))
+    assert (leak.timings["shared_runner"], leak.timings["shared_position"]) == (3, 0)
+    # the runner was retired after the leak: a fresh one took the two that were left
+    assert (c.timings["shared_runner"], c.timings["shared_position"]) == (2, 0)
+    assert (zeros.timings["shared_runner"], zeros.timings["shared_position"]) == (2, 1)
+    # without a leak the three share one runner to the end
+    a, b, z = shared.evaluate_many([(TASK, s) for s in (REF + "\n// n0\n", REF + "\n// n1\n", ZEROS + "\n// n2\n")])
+    assert [r.timings["shared_position"] for r in (a, b, z)] == [0, 1, 2]

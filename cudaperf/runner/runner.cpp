@@ -35,6 +35,7 @@
 //                                              (on the buffers as they are: the parent sends reset first;
 //                                               with a spot rep, `store` then gives that timed call's outputs)
 //   free                                    -> ok
+//   mem                                     -> ok <free bytes> <total bytes>  (device memory)
 //   quit
 // Argfile lines:  P <name> <role> <elem_bytes> <numel> <datafile|-> <poison_hex|->
 //                 S <name> <code> <value>     code: i8 u8 i16 u16 i32 u32 i64 u64 f32 f64 b
@@ -490,6 +491,13 @@ int main(int argc, char **argv) {
     } else if (!strcmp(op, "free")) {
       free_args();
       reply("ok");
+    } else if (!strcmp(op, "mem")) {
+      // Device memory free and total: a shared runner (cudaperf.sharedrunner) retires itself
+      // when a candidate left memory allocated behind it.
+      if (!have_gpu) { reply("err no gpu"); continue; }
+      size_t fr = 0, tot = 0;
+      if (report_cuda(cudaMemGetInfo(&fr, &tot))) continue;
+      reply("ok %zu %zu", fr, tot);
     } else if (!strcmp(op, "quit")) {
       break;
     } else {

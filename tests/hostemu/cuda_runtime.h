@@ -8,6 +8,7 @@
 #pragma once
 #include <stddef.h>
 #include <stdlib.h>
+#include <malloc.h>
 #include <string.h>
 #include <time.h>
 
@@ -45,10 +46,25 @@ static inline double cudaperf_emu_now_ms() {
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static inline cudaError_t cudaFree(void *p) { free(p); return cudaSuccess; }
+// "Device memory" in use: what cudaMalloc handed out and cudaFree did not take back, plus what
+// an emulated candidate declares it leaked (extern long long cudaperf_emu_leaked).
+extern "C" { long long cudaperf_emu_leaked = 0; }
+static long long cudaperf_emu_in_use = 0;
+static inline cudaError_t cudaFree(void *p) {
+  if (p) cudaperf_emu_in_use -= (long long)malloc_usable_size(p);
+  free(p);
+  return cudaSuccess;
+}
 static inline cudaError_t cudaMalloc(void **p, size_t n) {
   *p = malloc(n ? n : 1);
+  if (*p) cudaperf_emu_in_use += (long long)malloc_usable_size(*p);
   return *p ? cudaSuccess : cudaErrorMemoryAllocation;
+}
+static inline cudaError_t cudaMemGetInfo(size_t *fr, size_t *total) {
+  const long long cap = 16LL << 30;
+  *total = (size_t)cap;
+  *fr = (size_t)(cap - cudaperf_emu_in_use - cudaperf_emu_leaked);
+  return cudaSuccess;
 }
 static inline cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, cudaMemcpyKind) {
   memcpy(dst, src, n);

@@ -1,0 +1,277 @@
+"""Model output of one task in a shared runner: one CUDA context per group, not per candidate.
+
+Why: every candidate of the one-candidate path (`Harness.evaluate_many`) gets a fresh runner
+process, and the CUDA driver creates contexts one at a time -- 4.2-4.9 per second on the H200 at
+any concurrency (`benchmarks/bench_runner_start.py`) -- which caps that path near 270 candidates
+a minute before anything is checked. Here a task's candidates run one after another in one
+runner: the context is created once, the naive variant is loaded once (slot 0) and timed alone
+once, before any candidate is loaded (the clean baseline), then each candidate is loaded into a
+slot of its own and judged exactly as the one-candidate path judges it
+(`Harness._judge_loaded`: every test configuration checked with outputs poisoned and inputs
+compared, one timed region with the naive variant interleaved and one timed call spot-checked,
+the recheck on fresh inputs in the timed buffers).
+
+Which candidates share: a compiled C->CUDA candidate whose static scan raised no flag at all
+(no file-scope state, threads, processes, file or network I/O, device-wide settings, side
+streams, load-time code, timing calls, ...: see `cudaperf.scan`). Its host code then does nothing
+but launch its kernels, and a kernel cannot reach the host process, so what one candidate leaves
+behind in the process is device memory it did not free (outputs are poisoned before every call
+and inputs are fresh and compared, so stale buffers earn nothing). Everything else -- a flagged
+candidate, a torch2cuda task, a library that fails to build -- goes the one-candidate way.
+
+Guarantees:
+* One record per candidate, in input order; the same fields and verdict rules as
+  `Harness.evaluate`; shared ones carry ``timings["shared_runner"]`` (candidates in the runner)
+  and ``timings["shared_position"]``; ``runner_start`` is the shared runner's start.
+* A runner that dies or stops answering while a candidate is judged takes nothing else down:
+  that candidate is evaluated again in a runner of its own (flag ``note:shared_fallback``; its
+  verdict is then its own, whatever the shared runner's death was), and the candidates after it
+  continue in a fresh shared runner. Anything unexpected in the shared runner sends the
+  candidates not yet judged the one-candidate way too.
+* Off unless ``HarnessConfig.share_runner`` is set; the result store and its keys are unchanged.
+"""
+from __future__ import annotations
+
+import copy
+import logging
+import math
+import os
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
+from typing import TYPE_CHECKING, Sequence
+
+from cudaperf import gpuworker
+from cudaperf.result import EvalResult
+from cudaperf.tasks import Task
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cudaperf.harness import Harness
+
+log = logging.getLogger(__name__)
+FALLBACK_FLAG = "note:shared_fallback"
+# Device memory a candidate may leave allocated before its runner is retired (the candidates after
+# it then start in a fresh one): a leak must not make a later candidate's allocations fail.
+LEAK_LIMIT_BYTES = 64 << 20
+
+
+def eligible(task: Task, res: EvalResult) -> bool:
+    """May this compiled candidate share a runner? C->CUDA, and the static scan flagged nothing."""
+    return task.track == "c2cuda" and not res.flags
+
+
+def chunk_size(n: int, groups: int, slots: int) -> int:
+    """Candidates per shared runner for a task with `n` of them, when `groups` tasks share
+    `slots` runner slots: each task gets its share of the slots (at least one), so a batch of a
+    few tasks with many candidates each (a GRPO step) still uses every slot."""
+    per_task = max(1, slots // max(1, groups))
+    return max(1, math.ceil(n / per_task))
+
+
+def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: bool = False) -> list[EvalResult]:
+    """`Harness.evaluate_many` with shared runners: compiles stream on all cores as in the
+    one-candidate path; the moment a task's last candidate is compiled, its eligible candidates
+    start in shared runners (chunks of `chunk_size`) and the rest one by one."""
+    from cudaperf.harness import _hash, internal_error, task_fingerprint
+
+    n = len(items)
+    results: list[EvalResult | None] = [None] * n
+    by_task: dict[str, list[int]] = {}
+    for i, (task, _) in enumerate(items):
+        by_task.setdefault(task_fingerprint(task), []).append(i)
+    left = {k: len(v) for k, v in by_task.items()}
+    ready: dict[str, list[tuple[int, str, str]]] = {k: [] for k in by_task}  # (index, store key, library)
+    mu = threading.Lock()
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=n, desc="evaluate", unit="cand")
+    jobs = h.cfg.compile_jobs or os.cpu_count() or 1
+    slots = max(1, len(h.gpus) * h.workers_per_gpu)
+    h._compile_sem = threading.BoundedSemaphore(jobs)
+    futures: list = []
+
+    def finished(k: int) -> None:
+        if bar is not None:
+            bar.update(k)
+
+    def solo(i: int, key: str, so_path: str) -> None:
+        task = items[i][0]
+        res = results[i]
+        t = time.perf_counter()
+        try:
+            h._run_on_gpu(task, so_path, res)
+            h._save(key, res)
+        except Exception as e:  # a harness bug still gives the candidate its record
+            internal_error(res, e)
+        res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+        finished(1)
+
+    def group(entries: list[tuple[int, str, str]]) -> None:
+        task = items[entries[0][0]][0]
+        out = run_shared(h, task, [results[i] for i, _, _ in entries], [so for _, _, so in entries])
+        for (i, key, _), res in zip(entries, out):
+            results[i] = res
+            h._save(key, res)
+        finished(len(entries))
+
+    def front(i: int) -> None:
+        task, src = items[i]
+        t = time.perf_counter()
+        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(src))
+        key = so_path = None
+        try:
+            res, key, so_path = h._front(task, src, res)
+        except Exception as e:
+            internal_error(res, e)
+        res.timings["total"] = round(time.perf_counter() - t, 4)
+        results[i] = res
+        fp = task_fingerprint(task)
+        if so_path is None:
+            finished(1)
+        elif eligible(task, res):
+            with mu:
+                ready[fp].append((i, key, so_path))
+        else:
+            futures.append(gpu_ex.submit(solo, i, key, so_path))
+        with mu:
+            left[fp] -= 1
+            launch = left[fp] == 0
+            entries = sorted(ready[fp]) if launch else []
+        if entries:
+            size = chunk_size(len(entries), len(by_task), slots)
+            for c in range(0, len(entries), size):
+                futures.append(gpu_ex.submit(group, entries[c:c + size]))
+
+    # Two pools: compiles (bounded by the compile semaphore) and GPU work (bounded by the runner
+    # slots), so a task's runner starts while later tasks still compile.
+    with ThreadPoolExecutor(max_workers=jobs) as front_ex, ThreadPoolExecutor(max_workers=2 * slots) as gpu_ex:
+        futures.extend(front_ex.submit(front, i) for i in range(n))
+        seen = 0
+        while seen < len(futures):  # fronts add GPU work as they finish: wait until none is added
+            batch = futures[seen:]
+            seen = len(futures)
+            wait(batch)
+            for f in batch:
+                f.result()  # a bug in this module must surface, not vanish in a future
+    if bar is not None:
+        bar.close()
+    return results  # type: ignore[return-value]
+
+
+def run_shared(h: "Harness", task: Task, records: list[EvalResult], so_paths: list[str]) -> list[EvalResult]:
+    """Records for the candidates in `so_paths` (their compiled libraries; `records` as `_front`
+    left them), judged one after another in shared runners. Never raises."""
+    from cudaperf.harness import internal_error
+
+    out: list[EvalResult] = []
+    todo = list(zip(records, so_paths))
+    while todo:
+        try:
+            done, died = _one_runner(h, task, todo)
+        except Exception as e:  # noqa: BLE001 -- the shared runner could not even start: all alone
+            log.warning("task %s: shared runner failed: %s: %s", task.task_id, type(e).__name__, str(e)[:300])
+            done, died = [], None
+        out += done
+        todo = todo[len(done):]
+        if not todo:
+            break
+        if died == "retired":  # a candidate leaked device memory: the rest start afresh
+            continue
+        # The candidate being judged when the runner died (or, if the runner never ran, all of
+        # them) is evaluated in a runner of its own; the rest continue in a fresh shared runner.
+        alone = todo[:1] if died is not None else todo
+        for res, so_path in alone:
+            res.flags.append(FALLBACK_FLAG)
+            t = time.perf_counter()
+            try:
+                h._run_on_gpu(task, so_path, res)
+            except Exception as e:
+                internal_error(res, e)
+            res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+            out.append(res)
+        todo = todo[len(alone):]
+    return out
+
+
+def _device_free(runner: gpuworker.Runner) -> int | None:
+    """Free device memory with no argument buffers allocated; None if the runner cannot say."""
+    if not runner.request("free").startswith("ok"):
+        return None
+    rep = runner.request("mem")
+    return int(rep.split()[1]) if rep.startswith("ok") else None
+
+
+def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
+                ) -> tuple[list[EvalResult], gpuworker.RunnerDied | str | None]:
+    """Judge `todo` in order in one fresh runner until one kills it or leaks device memory.
+    Returns (filled copies of the records judged, why it stopped: the RunnerDied, "retired"
+    after a leak, or None when all were judged). Raises if the runner cannot be set up (no
+    candidate has run in it then)."""
+    from cudaperf.harness import task_fingerprint
+
+    base_so, shim = h._gpu_files(task, [so for _, so in todo])
+    ahead = h._warm_references(task)
+    t = time.perf_counter()
+    slot = h._slots.get()
+    waits = {"reference_ahead": ahead, "slot_wait": round(time.perf_counter() - t, 4)}
+    gpu = h._pick_gpu()
+    lock = h._locks[gpu]
+    lock.take_stats()
+    done: list[EvalResult] = []
+    try:
+        with h._runner(gpu, slot) as (runner, scratch):
+            t = time.perf_counter()
+            gpu_name, cc = h._init_runner(runner, shim, gpu)
+            rep = runner.request(f"load 0 {runner.stage(base_so, 'base.so')} {task.entry}")
+            if not rep.startswith("ok"):
+                raise RuntimeError(f"baseline failed to load: {rep}")
+            start = round(time.perf_counter() - t, 4)
+            # The naive variant alone, before any candidate is loaded: the clean baseline.
+            key = (task_fingerprint(task), gpu)
+            with h._clean_mu:
+                clean = h._clean_base.get(key)
+            if clean is None:
+                clean = h._time_naive_alone(task, runner, scratch, gpu, 0)
+                with h._clean_mu:  # two runners of a task measured at once: one number for both
+                    clean = h._clean_base.setdefault(key, clean)
+            free0 = _device_free(runner)
+            for k, (rec, so_path) in enumerate(todo):
+                res = copy.deepcopy(rec)  # the original stays untouched for a fallback
+                res.gpu, res.versions["compute_capability"] = gpu_name, cc
+                t = time.perf_counter()
+                try:
+                    name = runner.stage(so_path, f"cand{k}.so")
+                    rep = runner.request(f"load {k + 1} {name} {task.entry}")
+                    if not rep.startswith("ok"):
+                        if rep.startswith("cuda"):  # load-time device work broke the context
+                            raise gpuworker.RunnerDied("load", rep)
+                        res.status = "wrong" if rep.startswith("err missing symbol") else "crashed"
+                        res.pass_rate, res.correct = 0.0, False
+                        res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
+                        res.failures.append({"stage": "load", "reason": rep})
+                    else:
+                        h._judge_loaded(task, runner, scratch, gpu, res, cand=k + 1, base=0)
+                except gpuworker.RunnerDied as e:
+                    log.info("task %s: shared runner died on candidate %d: %s", task.task_id, k, e)
+                    return done, e
+                h._note_clean_baseline(res, clean)
+                res.timings.update(waits)
+                res.timings.update(lock.take_stats())
+                res.timings.update({"runner_start": start, "shared_runner": len(todo), "shared_position": k})
+                res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+                done.append(res)
+                if k + 1 < len(todo):
+                    try:
+                        now = _device_free(runner)
+                    except gpuworker.RunnerDied as e:  # died after its verdict: the rest start afresh
+                        log.info("task %s: shared runner died after candidate %d: %s", task.task_id, k, e)
+                        return done, "retired"
+                    if free0 is None or now is None or free0 - now > LEAK_LIMIT_BYTES:
+                        log.info("task %s: candidate %d left %s bytes of device memory; fresh runner for the rest",
+                                 task.task_id, k, None if free0 is None or now is None else free0 - now)
+                        return done, "retired"
+    finally:
+        h._slots.put(slot)
+    return done, None
