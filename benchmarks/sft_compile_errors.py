@@ -1,9 +1,12 @@
-"""Why the evaluated policy samples failed to compile: nvcc's first error, classified.
+"""Why the evaluated policy samples failed to compile: nvcc's first error, classified, and
+whether they named the entry point and parameters as the prompt did.
 
 Evaluations made before `sft_gpu.py eval` recorded `error_class` / `first_error` kept only
 "nvcc failed". Compilation needs no GPU and is deterministic for a given nvcc, so this script
 compiles those samples again on this machine (same arch and flags as the harness) and adds the
 two columns to each eval*.parquet under --models, with `error_source` naming the nvcc used.
+Evaluations made before `signature` existed get it too (`policy.signature_match`, text only),
+and their summary JSON its two rates.
 
     python benchmarks/sft_compile_errors.py --models data/models
 """
@@ -30,10 +33,16 @@ def main(argv=None) -> None:
     ap.add_argument("--models", default="data/models")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--tasks", default=str(ROOT / "data" / "tasks" / "c2cuda.jsonl.gz"))
     a = ap.parse_args(argv)
+    from cudaperf.tasks import load_tasks
+
+    tasks = {t.task_id: t for t in load_tasks(a.tasks)}
     nvcc = next((ln.strip() for ln in toolchain_versions()["nvcc"].splitlines() if "release" in ln), "nvcc")
     for path in sorted(Path(a.models).glob("*/eval*.parquet")):
         df = pd.read_parquet(path)
+        if "signature" not in df:
+            _add_signature(df, path, tasks)
         if "first_error" in df and df.loc[df.status == "compile_error", "first_error"].ne("").all():
             # compiled before: only the classes are brought up to date with ERROR_CLASSES
             df["error_class"] = [policy.error_class_of(m) if st == "compile_error" else ""
@@ -53,6 +62,23 @@ def main(argv=None) -> None:
             df.at[i, "error_source"] = f"recompiled off the GPU machine: {nvcc}"
         df.to_parquet(path, index=False)
         print(path, df.loc[df.status == "compile_error", "error_class"].value_counts().to_dict())
+
+
+def _add_signature(df, path: Path, tasks: dict) -> None:
+    """The `signature` column and the summary's signature_exact_rate / entry_name_rate."""
+    import json
+
+    from cudaperf import policy
+
+    df["signature"] = [policy.signature_match(c, tasks[t]) for c, t in zip(df["code"], df["task_id"])]
+    summary = path.with_name(path.stem + "_summary.json")
+    if summary.exists():
+        d = json.loads(summary.read_text())
+        d["signature_exact_rate"] = float((df["signature"] == "exact").mean())
+        d["entry_name_rate"] = float(df["signature"].isin(["exact", "entry"]).mean())
+        summary.write_text(json.dumps(d, indent=1))
+    df.to_parquet(path, index=False)
+    print(path, df["signature"].value_counts().to_dict())
 
 
 if __name__ == "__main__":

@@ -244,7 +244,7 @@ def evaluate(args) -> None:
                          "correct": bool(res.correct), "pass_rate": res.pass_rate, "speedup": res.speedup,
                          "cv": res.cv, "runtime_ms": res.runtime_ms, "flags": list(res.flags),
                          "message": res.message, "completion_tokens": r["completion_tokens"],
-                         **_compile_failure(res),
+                         **_compile_failure(res), "signature": policy.signature_match(r["code"], t),
                          "code": r["code"], "prepare_error": bad.get(t.task_id, "")})
         # One file per shard; the summary covers every shard evaluated so far (and says how many).
         name = f"{stem}.parquet" if sk == 1 else f"{stem}-{si}of{sk}.parquet"

@@ -668,6 +668,26 @@ def error_class_of(message: str) -> str:
 
 
 
+SIGNATURE_MATCH = ("exact", "entry", "none")  # signature_match's answers, best first
+
+
+def signature_match(code: str, task: Task) -> str:
+    """Did the completion take the task's names from the prompt? "exact": it defines
+    ``extern "C" void <entry>(...)`` with the task's parameter names in order; "entry": the entry
+    point's name is right but not the parameters; "none": no such definition. Computed from
+    the text alone (no compiler), it shows whether a policy copies names before any sample
+    compiles -- the first thing the SFT policies of session 8 failed at."""
+    import re
+
+    m = re.search(r'extern\s+"C"\s+(?:__host__\s+)?void\s+' + re.escape(task.entry) + r"\s*\(([^)]*)\)\s*\{",
+                  code or "")
+    if not m:
+        return "none"
+    names = [re.findall(r"[A-Za-z_]\w*", part)[-1:] for part in m.group(1).split(",")]
+    got = [n[0] for n in names if n]
+    return "exact" if got == [p.name for p in task.signature] else "entry"
+
+
 def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
                  fast_ps: Sequence[float] = (1.0, 1.5)) -> dict[str, Any]:
     """Policy-level metrics from per-sample rows {task_id, compiled, correct, speedup, flags}.
@@ -690,6 +710,9 @@ def eval_summary(rows: Sequence[dict[str, Any]], ks: Sequence[int] = (1, 5),
     out: dict[str, Any] = {"tasks": len(by), "samples": n_s,
                            "compile_rate": sum(bool(r.get("compiled")) for r in rows) / n_s if n_s else None,
                            "correct_rate": sum(metrics.is_correct(r) for r in rows) / n_s if n_s else None}
+    if rows and all("signature" in r for r in rows):  # policy.signature_match per sample
+        out["signature_exact_rate"] = sum(r["signature"] == "exact" for r in rows) / n_s
+        out["entry_name_rate"] = sum(r["signature"] in ("exact", "entry") for r in rows) / n_s
     for k in ks:
         vals = [metrics.pass_at_k(len(g), sum(metrics.is_correct(r) for r in g), k)
                 for g in by.values() if len(g) >= k]

@@ -500,3 +500,20 @@ def test_sft_logs_a_loss_per_named_eval_set(tok, tmp_path):
     keys = [k for r in out.losses for k in r if k.startswith("eval_")]
     assert keys.count("eval_val_loss") == 2 and keys.count("eval_infamily_loss") == 2, out.losses
     assert "eval_empty_loss" not in keys
+
+
+def test_signature_match_tells_copied_names_from_invented_ones():
+    t = dev_tasks()[0]  # saxpy(int n, float a, const float *x, float *y)
+    assert all(policy.signature_match(v.source, t) == "exact" for v in t.variants)
+    params = ", ".join(f"{p.ctype} {p.name}" for p in t.signature)
+    assert policy.signature_match(f'extern "C" void {t.entry}({params}) {{ }}', t) == "exact"
+    swapped = params.replace(" x", " q")
+    assert policy.signature_match(f'extern "C" void {t.entry}({swapped}) {{ }}', t) == "entry"
+    assert policy.signature_match(f'extern "C" void other_name({params}) {{ }}', t) == "none"
+    assert policy.signature_match(f"void {t.entry}({params}) {{ }}", t) == "none"  # not extern "C"
+    rows = [{"task_id": "a", "compiled": False, "correct": False, "signature": s}
+            for s in ("exact", "entry", "none", "none")]
+    s = policy.eval_summary(rows)
+    assert (s["signature_exact_rate"], s["entry_name_rate"]) == (0.25, 0.5)
+    assert "signature_exact_rate" not in policy.eval_summary([{k: v for k, v in r.items() if k != "signature"}
+                                                             for r in rows])
