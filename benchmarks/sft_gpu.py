@@ -74,7 +74,8 @@ def train(args) -> None:
     cfg = policy.PolicyConfig.for_profile("mini", model_size=size, sft_time_budget_s=args.budget_s,
                                           sft_epochs=args.epochs, batch_size=args.batch_size,
                                           learning_rate=args.lr, seed=args.seed,
-                                          **({"sft_renames": args.renames} if args.renames >= 0 else {}))
+                                          **({"sft_renames": args.renames} if args.renames >= 0 else {}),
+                                          **({"sft_refine": bool(args.refine)} if args.refine >= 0 else {}))
     out = _model_dir(args, size)
     # Samples and evaluations of an earlier model in this folder would be taken for this one's.
     for stale in [*out.glob("samples_*.jsonl.gz"), *out.glob("eval*.parquet"), *out.glob("eval*_summary.json")]:
@@ -282,6 +283,9 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
                     "(policy.renamed; -1 = the mini profile's sft_renames)")
+    ap.add_argument("--refine", type=int, default=-1, choices=[-1, 0, 1],
+                    help="refinement transcripts in SFT (1 / 0; -1 = the mini profile's sft_refine): they are a third "
+                         "of the tokens, so a short budget without them gives the translations more passes")
     ap.add_argument("--val-tasks", type=int, default=48, help="val tasks for the eval loss")
     ap.add_argument("--measurements", default="", help="measured variants: a table or a folder of shards "
                     "(default: data/measurements/ when it holds parquet files; 'none' to ignore)")
