@@ -177,7 +177,7 @@ def sample_stage(args, size: str) -> Path:
     t0 = time.perf_counter()
     samples = policy.sample(model, tok, tasks, n=cfg.n_samples, temperature=cfg.temperature,
                             max_new_tokens=cfg.max_new_tokens, batch_size=cfg.sample_batch_size,
-                            top_p=cfg.top_p, seed=cfg.seed)
+                            top_p=cfg.top_p, seed=cfg.seed, cache=args.cache)
     secs = time.perf_counter() - t0
     codes = policy.extract_codes(samples)
     path = _samples_path(d, args.split, si, sk)
@@ -188,7 +188,7 @@ def sample_stage(args, size: str) -> Path:
                 f.write(json.dumps({"task_id": t.task_id, "sample": j, "code": code,
                                     "completion_tokens": len(tok(text, add_special_tokens=False)["input_ids"]),
                                     "temperature": cfg.temperature, "max_new_tokens": cfg.max_new_tokens,
-                                    "sample_seconds": secs}) + "\n")
+                                    "sample_seconds": secs, "kv_cache": args.cache}) + "\n")
     tmp.replace(path)  # whole file or none: an interrupted run leaves no half-written samples
     _log(f"sft-{size}: sampled {cfg.n_samples} x {len(tasks)} {args.split} tasks in {secs:.0f}s -> {path}")
     del model
@@ -283,6 +283,8 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
                     "(policy.renamed; -1 = the mini profile's sft_renames)")
+    ap.add_argument("--cache", default="dynamic", choices=["dynamic", "static"],
+                    help="KV cache for sampling (policy.generation_kwargs); the sample log gives the seconds")
     ap.add_argument("--refine", type=int, default=-1, choices=[-1, 0, 1],
                     help="refinement transcripts in SFT (1 / 0; -1 = the mini profile's sft_refine): they are a third "
                          "of the tokens, so a short budget without them gives the translations more passes")

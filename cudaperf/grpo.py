@@ -69,6 +69,8 @@ class GRPOSettings:
     temperature: float = _f(1.0, "Sampling temperature of the rollouts.")
     top_p: float = _f(1.0, "Nucleus mass of the rollouts.")
     gen_batch_size: int = _f(128, "Sequences generated per batch.")
+    gen_cache: str = _f("dynamic", "KV cache of generation: dynamic | static (preallocated; on a GPU transformers "
+                                   "may compile the decoding step; policy.generation_kwargs).")
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
@@ -398,7 +400,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
                                top_p=s.top_p, gen_batch_size=s.gen_batch_size,
-                               turn_baseline=s.turn_baseline)
+                               turn_baseline=s.turn_baseline, gen_cache=s.gen_cache)
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))

@@ -584,9 +584,31 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
 # --------------------------------------------------------------------------- sampling
 
 
+GEN_CACHES = ("dynamic", "static")
+
+
+def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, top_p: float,
+                      cache: str = "dynamic") -> dict[str, Any]:
+    """`model.generate` keyword arguments shared by evaluation sampling and GRPO rollouts:
+    sampling at `temperature` with nucleus `top_p` (greedy at 0), stopping at the tokenizer's
+    end token. `cache` "static": a preallocated KV cache (same tokens, fewer allocations per
+    decoding step; on a GPU transformers may also compile the step)."""
+    if cache not in GEN_CACHES:
+        raise ValueError(f"unknown KV cache {cache!r}; choose one of {GEN_CACHES}")
+    gen: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
+                               eos_token_id=tokenizer.eos_token_id)
+    if temperature > 0:
+        gen.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
+    else:
+        gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+    if cache == "static":
+        gen["cache_implementation"] = "static"
+    return gen
+
+
 def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, temperature: float = 0.8,
            max_new_tokens: int = 1024, batch_size: int = 32, top_p: float = 1.0,
-           seed: int | None = None) -> list[list[str]]:
+           seed: int | None = None, cache: str = "dynamic") -> list[list[str]]:
     """n completions per task (or per ready-made message list), batched with left padding."""
     import torch
 
@@ -608,12 +630,7 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
             chunk = jobs[s:s + batch_size]
             enc = tokenizer([t for _, t in chunk], return_tensors="pt", padding=True,
                             add_special_tokens=False).to(device)
-            gen = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                       eos_token_id=tokenizer.eos_token_id)
-            if temperature > 0:
-                gen.update(do_sample=True, temperature=temperature, top_p=top_p, top_k=0)
-            else:
-                gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+            gen = generation_kwargs(tokenizer, max_new_tokens, temperature, top_p, cache)
             with torch.no_grad():
                 seqs = model.generate(**enc, **gen)
             new = seqs[:, enc["input_ids"].shape[1]:]

@@ -105,7 +105,7 @@ class MultiTurnRollout:
                  structural: Any = None, *, turns: int = 3, gamma: float = 0.4,
                  stop_speedup: float = 1.5, max_new_tokens: int = 512,
                  max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
-                 gen_batch_size: int = 64, turn_baseline: bool = True):
+                 gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic"):
         if turns < 1:
             raise ValueError("turns must be >= 1")
         if not 0.0 <= gamma <= 1.0:
@@ -124,6 +124,7 @@ class MultiTurnRollout:
         self.turns, self.gamma, self.stop_speedup = turns, gamma, stop_speedup
         self.max_new_tokens, self.max_prompt_tokens = max_new_tokens, max_prompt_tokens
         self.temperature, self.top_p, self.gen_batch_size = temperature, top_p, gen_batch_size
+        self.gen_cache = gen_cache
         self.turn_baseline = turn_baseline
         self.last = StepStats()
         self.__name__ = "multi_turn_rollout"
@@ -160,6 +161,8 @@ class MultiTurnRollout:
         """(prompt_ids, completion_ids) per context; sampled with the current policy."""
         import torch
 
+        from cudaperf.policy import generation_kwargs
+
         texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True)
                  for m in contexts]
         eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
@@ -173,11 +176,8 @@ class MultiTurnRollout:
             for s in range(0, len(texts), max(1, self.gen_batch_size)):
                 enc = tokenizer(texts[s:s + self.gen_batch_size], return_tensors="pt", padding=True,
                                 add_special_tokens=False).to(device)
-                gen = dict(max_new_tokens=self.max_new_tokens, pad_token_id=pad, eos_token_id=eos)
-                if self.temperature > 0:
-                    gen.update(do_sample=True, temperature=self.temperature, top_p=self.top_p, top_k=0)
-                else:
-                    gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+                gen = generation_kwargs(tokenizer, self.max_new_tokens, self.temperature, self.top_p,
+                                        self.gen_cache)
                 with torch.no_grad():
                     seqs = model.generate(**enc, **gen)
                 width = enc["input_ids"].shape[1]

@@ -517,3 +517,15 @@ def test_signature_match_tells_copied_names_from_invented_ones():
     assert (s["signature_exact_rate"], s["entry_name_rate"]) == (0.25, 0.5)
     assert "signature_exact_rate" not in policy.eval_summary([{k: v for k, v in r.items() if k != "signature"}
                                                              for r in rows])
+
+
+def test_static_kv_cache_samples_the_same_tokens(tok):
+    """policy.generation_kwargs' static cache (GRPO / evaluation speed option) changes how the
+    cache is kept, not what is generated: greedy samples are identical."""
+    model = policy.build_model("tiny", tok, seed=3)
+    tasks = dev_tasks()[:2]
+    dyn = policy.sample(model, tok, tasks, n=1, temperature=0, max_new_tokens=12, batch_size=2)
+    sta = policy.sample(model, tok, tasks, n=1, temperature=0, max_new_tokens=12, batch_size=2, cache="static")
+    assert dyn == sta and all(s[0] for s in dyn)
+    with pytest.raises(ValueError, match="unknown KV cache"):
+        policy.generation_kwargs(tok, 8, 0.0, 1.0, cache="paged")
