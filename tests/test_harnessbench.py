@@ -1,0 +1,30 @@
+"""cudaperf.harnessbench: the committed harness benchmarks as tables and a figure."""
+from __future__ import annotations
+
+import json
+
+from cudaperf import harnessbench
+
+
+def test_tables_from_bench_files_and_nothing_from_none(tmp_path):
+    assert harnessbench.throughput_table(tmp_path).empty and harnessbench.context_rate(tmp_path).empty
+    assert harnessbench.repeatability(tmp_path)[0].empty
+    harnessbench.plot(tmp_path, out=tmp_path / "empty.png")  # says "not measured" instead of failing
+    run = {"candidates": 4, "per_minute": 120.0, "workers_per_gpu": 16, "share_runner": True,
+           "stage_seconds_sum": {"check": 8.0, "runner_start": 2.0}}
+    (tmp_path / "harness_gpu.json").write_text(json.dumps({
+        "gpu": "G", "throughput_by_workers": {"16@shared": run},
+        "repeatability": {"variants": 2, "timed_both": 2, "median_cv": 0.01, "spearman": 1.0,
+                          "pairs": [{"task_id": "t", "variant": "a", "run1_ms": 1.0, "run2_ms": 1.1},
+                                    {"task_id": "t", "variant": "b", "run1_ms": 2.0, "run2_ms": 2.1}]}}))
+    (tmp_path / "runner_start_gpu.json").write_text(json.dumps({
+        "gpu": "G", "rows": [{"concurrency": c, "flush_bytes": 0, "contexts_per_s": 4.5, "round": 0}
+                             for c in (1, 4)]}))
+    t = harnessbench.throughput_table(tmp_path)
+    assert t.loc[0, "runners"] == "shared" and t.loc[0, "check"] == 2.0 and t.loc[0, "runner_start"] == 0.5
+    assert t.loc[0, "time"] == 0.0  # a stage the run did not record counts as none
+    assert list(harnessbench.context_rate(tmp_path)["concurrency"]) == [1, 4]
+    pairs, summary = harnessbench.repeatability(tmp_path)
+    assert len(pairs) == 2 and summary["spearman"] == 1.0 and summary["gpu"] == "G"
+    harnessbench.plot(tmp_path, out=tmp_path / "h.png")
+    assert (tmp_path / "h.png").stat().st_size > 0
