@@ -28,7 +28,7 @@ declare -A FILES=([harness]="tests/test_harness.py tests/test_gpuworker.py" [tor
                   [adversarial]="tests/test_adversarial.py" [torchtasks]="tests/test_torchtasks.py")
 declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversarial]=${ADV_S:-300}
                   [torchtasks]=${TT_S:-200})
-for part in ${PARTS:-harness torch adversarial}; do
+for part in ${PARTS-harness torch adversarial}; do  # PARTS="": no tests (the bench only)
   timeout -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
     --timeout "${LIMIT[$part]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
   echo "== $part (limit ${LIMIT[$part]} s)"; tail -4 "$OUT/gpu_tests_${SLUG}_${part}_full.log" | cut -c1-300
