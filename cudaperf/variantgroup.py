@@ -28,7 +28,9 @@ Guarantees:
 * C->CUDA tasks only (a torch2cuda task's variants go one by one: their yardstick is PyTorch eager).
 * Only for trusted code: variants sharing a process could disturb each other, which is harmless
   for the dataset's own implementations and unacceptable for model output, so the RL reward
-  never comes through here.
+  never comes through here. (Model output that the static scan finds clean may share a runner
+  through `cudaperf.sharedrunner` instead: one candidate after another, each with its own
+  timed region and spot check, and a fresh runner after any death or device-memory leak.)
 """
 from __future__ import annotations
 
