@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     out = {"data": Path(a.data).name, "cases": rep.cases, "converted": len(rep.converted),
            "rejected": rep.rejected, "dropped_tests": rep.dropped_cases,
            "reference_agrees": sum(r["agrees"] for r in ref), "reference": ref,
-           "command": " ".join([Path(sys.executable).name] + sys.argv),
+           "command": envinfo.invocation(),
            "manifest": envinfo.machine_manifest(with_torch=False)}
     print(f"{rep.cases} cases: {len(rep.converted)} converted, {len(rep.rejected)} rejected; "
           f"C reference reproduces the printed outputs for {out['reference_agrees']} of {len(ref)}")

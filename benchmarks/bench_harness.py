@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     tasks = load_tasks(a.tasks)
     gpu = envinfo.gpus()[0]["name"]
     out = {"gpu": gpu, "manifest": envinfo.machine_manifest(with_torch=False),
-           "command": " ".join([Path(sys.executable).name] + sys.argv), "tasks_file": a.tasks}
+           "command": envinfo.invocation(), "tasks_file": a.tasks}
     d = Path(a.out)
     d.mkdir(parents=True, exist_ok=True)
     f = d / f"harness_{envinfo.gpu_slug(gpu)}.json"

@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     d.mkdir(parents=True, exist_ok=True)
     f = d / f"runner_start_{envinfo.gpu_slug(gpu)}.json"
     f.write_text(json.dumps({"gpu": gpu, "manifest": envinfo.machine_manifest(with_torch=False),
-                             "command": " ".join([Path(sys.executable).name] + sys.argv), "rows": rows}, indent=1))
+                             "command": envinfo.invocation(), "rows": rows}, indent=1))
     print(f"wrote {f}")
     return 0
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     res = {"gpu": envinfo.gpus()[0]["name"], "eval_gpus": a.eval_gpus, "variants": len(items),
            "tasks": len(tasks), "workers_per_gpu": a.workers_per_gpu, "load": load_info,
            "against_idle": summary, "seconds": round(time.monotonic() - t0, 1),
-           "command": " ".join(shlex.quote(x) for x in [Path(sys.executable).name] + sys.argv),
+           "command": envinfo.invocation(),
            "manifest": envinfo.machine_manifest(with_torch=False)}
     (out_dir / f"timing_noise_{slug}.json").write_text(json.dumps(res, indent=1, default=str))
     for name, c in summary.items():

@@ -178,7 +178,7 @@ def save(result: dict[str, Any], path: str | Path | None = None,
         "nvcc": man["nvcc"],
         "git": man["git"],
         "timestamp_utc": man["timestamp_utc"],
-        "command": command or " ".join([Path(sys.executable).name] + sys.argv),
+        "command": command or envinfo.invocation(),
     }
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")

@@ -213,6 +213,14 @@ def machine_manifest(with_torch: bool = True) -> dict[str, Any]:
 VOLATILE = ("timestamp_utc", "hostname", "git")
 
 
+def invocation(argv: list[str] | None = None) -> str:
+    """The command line that made a benchmark's output (``python3 script.py --args``, quoted for a
+    shell), as benchmark result files record it."""
+    import shlex
+
+    return " ".join(shlex.quote(x) for x in [Path(sys.executable).name] + list(sys.argv if argv is None else argv))
+
+
 def write_manifest(manifest: dict[str, Any], path: str | Path) -> bool:
     """Write manifest as JSON unless the file already holds the same machine facts (ignoring
     VOLATILE keys), so re-running on the same machine leaves the committed file alone.

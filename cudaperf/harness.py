@@ -293,21 +293,43 @@ class Harness:
 
     # ------------------------------------------------------------------ one candidate
     def _evaluate_safe(self, task: Task, source: str) -> EvalResult:
-        t0 = time.perf_counter()
-        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(source))
-        try:
-            res = self._evaluate(task, source, res)
-        except Exception as e:  # a harness bug must still give the candidate its record
-            internal_error(res, e)
-        res.timings["total"] = round(time.perf_counter() - t0, 4)
-        return res
-
-    def _evaluate(self, task: Task, source: str, res: EvalResult) -> EvalResult:
-        res, key, so_path = self._front(task, source, res)
+        """One candidate through the one-candidate path; a record whatever happens."""
+        res, key, so_path = self._front_safe(task, source)
         if so_path is not None:
-            self._run_on_gpu(task, so_path, res)
+            self._gpu_alone(task, so_path, res)
             self._save(key, res)
         return res
+
+    def _front_safe(self, task: Task, source: str) -> tuple[EvalResult, str | None, str | None]:
+        """`_front` with a record whatever happens: (record, store key, shared library), the
+        library None when the record is final; ``timings["total"]`` holds the seconds so far."""
+        t = time.perf_counter()
+        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(source))
+        key = so_path = None
+        try:
+            res, key, so_path = self._front(task, source, res)
+        except Exception as e:  # a harness bug must still give the candidate its record
+            internal_error(res, e)
+        res.timings["total"] = round(time.perf_counter() - t, 4)
+        return res, key, so_path
+
+    def _gpu_alone(self, task: Task, so_path: str, res: EvalResult) -> None:
+        """`_run_on_gpu` (a runner of its own) that never raises, its seconds added to the
+        record's ``timings["total"]``: the path a group or shared runner falls back to."""
+        t = time.perf_counter()
+        try:
+            self._run_on_gpu(task, so_path, res)
+        except Exception as e:
+            internal_error(res, e)
+        res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+
+    @staticmethod
+    def _note_load_failure(res: EvalResult, rep: str) -> None:
+        """The verdict on a candidate library the runner could not load (`rep`, its reply)."""
+        res.status = "wrong" if rep.startswith("err missing symbol") else "crashed"
+        res.pass_rate, res.correct = 0.0, False
+        res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
+        res.failures.append({"stage": "load", "reason": rep})
 
     def _front(self, task: Task, source: str, res: EvalResult) -> tuple[EvalResult, str | None, str | None]:
         """Everything before the GPU: input checks, the result store, static scan, compile.
@@ -593,10 +615,7 @@ class Harness:
             if not rep.startswith("ok"):
                 if slot == 1:
                     raise RuntimeError(f"baseline failed to load: {rep}")
-                res.status = "wrong" if rep.startswith("err missing symbol") else "crashed"
-                res.pass_rate, res.correct = 0.0, False
-                res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
-                res.failures.append({"stage": "load", "reason": rep})
+                self._note_load_failure(res, rep)
                 return
         self._judge_loaded(task, runner, scratch, gpu, res, cand=0, base=1)
 

@@ -395,16 +395,14 @@ private public protected virtual friend dim3 threadIdx blockIdx blockDim gridDim
 """.split())
 
 
-def _identifiers(task: Task) -> set[str]:
-    import re
-
-    text = task.reference + "".join(v.source for v in task.variants)
-    return set(re.findall(r"[A-Za-z_]\w*", text))
+def _source_text(task: Task) -> str:
+    """The task's reference and every variant, one string: where a new name must not occur."""
+    return task.reference + "".join(v.source for v in task.variants)
 
 
 def random_entry_name(rng: random.Random, task: Task) -> str:
     """A fresh C identifier for `task`'s entry point that occurs nowhere in its sources."""
-    text = task.reference + "".join(v.source for v in task.variants)
+    text = _source_text(task)
     while True:
         name = f"{rng.choice(_NAME_WORDS)}_{rng.choice(_NAME_WORDS)}{rng.randint(0, 999)}"
         if name not in text:
@@ -415,7 +413,9 @@ def random_param_names(rng: random.Random, task: Task) -> dict[str, str]:
     """A new name for each of `task`'s parameters: short C-style names, distinct, and none an
     identifier of its sources, a C/C++ keyword or a CUDA built-in (so no renamed code can clash
     with a local variable or a kernel of the task)."""
-    taken = _identifiers(task) | _RESERVED
+    import re
+
+    taken = set(re.findall(r"[A-Za-z_]\w*", _source_text(task))) | _RESERVED
     out: dict[str, str] = {}
     for p in task.signature:
         while True:

@@ -72,7 +72,7 @@ def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: 
     """`Harness.evaluate_many` with shared runners: compiles stream on all cores as in the
     one-candidate path; the moment a task's last candidate is compiled, its eligible candidates
     start in shared runners (chunks of `chunk_size`) and the rest one by one."""
-    from cudaperf.harness import _hash, internal_error, task_fingerprint
+    from cudaperf.harness import task_fingerprint
 
     n = len(items)
     results: list[EvalResult | None] = [None] * n
@@ -97,15 +97,8 @@ def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: 
             bar.update(k)
 
     def solo(i: int, key: str, so_path: str) -> None:
-        task = items[i][0]
-        res = results[i]
-        t = time.perf_counter()
-        try:
-            h._run_on_gpu(task, so_path, res)
-            h._save(key, res)
-        except Exception as e:  # a harness bug still gives the candidate its record
-            internal_error(res, e)
-        res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+        h._gpu_alone(items[i][0], so_path, results[i])
+        h._save(key, results[i])
         finished(1)
 
     def group(entries: list[tuple[int, str, str]]) -> None:
@@ -118,14 +111,7 @@ def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: 
 
     def front(i: int) -> None:
         task, src = items[i]
-        t = time.perf_counter()
-        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(src))
-        key = so_path = None
-        try:
-            res, key, so_path = h._front(task, src, res)
-        except Exception as e:
-            internal_error(res, e)
-        res.timings["total"] = round(time.perf_counter() - t, 4)
+        res, key, so_path = h._front_safe(task, src)
         results[i] = res
         fp = task_fingerprint(task)
         if so_path is None:
@@ -163,8 +149,6 @@ def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: 
 def run_shared(h: "Harness", task: Task, records: list[EvalResult], so_paths: list[str]) -> list[EvalResult]:
     """Records for the candidates in `so_paths` (their compiled libraries; `records` as `_front`
     left them), judged one after another in shared runners. Never raises."""
-    from cudaperf.harness import internal_error
-
     out: list[EvalResult] = []
     todo = list(zip(records, so_paths))
     while todo:
@@ -184,12 +168,7 @@ def run_shared(h: "Harness", task: Task, records: list[EvalResult], so_paths: li
         alone = todo[:1] if died is not None else todo
         for res, so_path in alone:
             res.flags.append(FALLBACK_FLAG)
-            t = time.perf_counter()
-            try:
-                h._run_on_gpu(task, so_path, res)
-            except Exception as e:
-                internal_error(res, e)
-            res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+            h._gpu_alone(task, so_path, res)
             out.append(res)
         todo = todo[len(alone):]
     return out
@@ -247,10 +226,7 @@ def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
                     if not rep.startswith("ok"):
                         if rep.startswith("cuda"):  # load-time device work broke the context
                             raise gpuworker.RunnerDied("load", rep)
-                        res.status = "wrong" if rep.startswith("err missing symbol") else "crashed"
-                        res.pass_rate, res.correct = 0.0, False
-                        res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
-                        res.failures.append({"stage": "load", "reason": rep})
+                        h._note_load_failure(res, rep)
                     else:
                         h._judge_loaded(task, runner, scratch, gpu, res, cand=k + 1, base=0)
                 except gpuworker.RunnerDied as e:

@@ -59,8 +59,6 @@ class GroupAbandoned(RuntimeError):
 
 def evaluate_group(h: "Harness", task: Task, sources: list[str]) -> list[EvalResult]:
     """Records for `sources` (variants of `task`), in order. Never raises."""
-    from cudaperf.harness import _hash, internal_error
-
     if task.track != "c2cuda":
         # torch2cuda speedups are over PyTorch eager, timed by the one-candidate path's trusted
         # worker; a group's shared naive baseline would be the wrong yardstick there.
@@ -68,15 +66,9 @@ def evaluate_group(h: "Harness", task: Task, sources: list[str]) -> list[EvalRes
 
     results, pending = [], []  # pending: (index, store key, shared library)
     for i, src in enumerate(sources):
-        t = time.perf_counter()
-        res = EvalResult(task_id=task.task_id, candidate_hash=_hash(src))
-        try:
-            res, key, so_path = h._front(task, src, res)
-            if so_path is not None:
-                pending.append((i, key, so_path))
-        except Exception as e:
-            internal_error(res, e)
-        res.timings["total"] = round(time.perf_counter() - t, 4)
+        res, key, so_path = h._front_safe(task, src)
+        if so_path is not None:
+            pending.append((i, key, so_path))
         results.append(res)
     if not pending:
         return results
@@ -88,12 +80,7 @@ def evaluate_group(h: "Harness", task: Task, sources: list[str]) -> list[EvalRes
         for i, key, so_path in pending:
             res = results[i]
             res.flags.append("note:group_fallback")
-            t = time.perf_counter()
-            try:
-                h._run_on_gpu(task, so_path, res)
-            except Exception as e2:
-                internal_error(res, e2)
-            res.timings["total"] = round(res.timings["total"] + time.perf_counter() - t, 4)
+            h._gpu_alone(task, so_path, res)
             h._save(key, res)
         return results
     wall = time.perf_counter() - t0

@@ -110,3 +110,14 @@ def test_git_state_takes_the_commit_a_device_command_names(monkeypatch):
     assert here.get("source") != "env"
     monkeypatch.setenv("CUDAPERF_COMMIT", "abc1234")
     assert envinfo.git_state() == {"commit": "abc1234", "dirty": None, "source": "env"}
+
+
+def test_invocation_is_a_shell_command_line():
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from cudaperf import envinfo
+
+    line = envinfo.invocation(["bench.py", "--out", "a dir"])
+    assert shlex.split(line) == [Path(sys.executable).name, "bench.py", "--out", "a dir"]
