@@ -25,7 +25,11 @@ SAXPY = TASKS["dev/saxpy_f32"]
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     cache = tmp_path_factory.mktemp("harness-cache")
-    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache)}).harness)
+    # The smoke profile's limits, but mini's timing (20 reps after 3 warm-up calls): the gpu tests
+    # below judge speedups, and a median of smoke's 5 reps is moved by one disturbed call (the
+    # naive variant against itself read 1.54x once on the H200, session 10).
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.reps": 20,
+                                        "harness.warmup": 3}).harness)
     yield h
     h.close()
 
@@ -145,7 +149,8 @@ def test_every_dev_variant_is_correct_and_timed(harness):
         assert r.gpu and "hack:faster_than_roofline" not in r.flags
     naive = [r for (t, s), r in zip(items, res) if s == t.baseline_variant.source]
     for r in naive:  # the naive variant against itself: speedup ~ 1
-        assert 0.8 < r.speedup < 1.25, (r.task_id, r.speedup)
+        assert 0.8 < r.speedup < 1.25, (r.task_id, r.speedup, r.runtime_ms, r.cv, r.baseline_ms,
+                                        r.baseline_cv, r.baseline_clean_ms)
 
 
 @pytest.mark.gpu
