@@ -25,11 +25,12 @@ SAXPY = TASKS["dev/saxpy_f32"]
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     cache = tmp_path_factory.mktemp("harness-cache")
-    # The smoke profile's limits, but mini's timing (20 reps after 3 warm-up calls): the gpu tests
-    # below judge speedups, and a median of smoke's 5 reps is moved by one disturbed call (the
-    # naive variant against itself read 1.54x once on the H200, session 10).
-    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.reps": 20,
-                                        "harness.warmup": 3}).harness)
+    # The smoke profile's limits, but mini's timing (reps, warm-up calls): the gpu tests below
+    # judge speedups, and a median of smoke's 5 reps is moved by one disturbed call (the naive
+    # variant against itself read 1.54x once on the H200, session 10).
+    mini = get_profile("mini").harness
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.reps": mini.reps,
+                                        "harness.warmup": mini.warmup}).harness)
     yield h
     h.close()
 
