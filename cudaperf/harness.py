@@ -178,10 +178,7 @@ class Harness:
 
         errors: dict[str, str] = {}
         jobs = [(t, x, s) for t in tasks for x in t.tests for s in range(self.cfg.check_seeds)]
-        # References too big for the disk cache live in memory only: made ahead only when all of
-        # them fit in half of it, else they would be evicted before use and computed twice.
-        big = [j for j in jobs if not reference.disk_cached(j[0], j[1])]
-        if sum(reference.output_bytes(t, x) for t, x, _ in big) > reference.memory_budget() // 2:
+        if not self.memory_references_fit(tasks):
             jobs = [j for j in jobs if reference.disk_cached(j[0], j[1])]
         bar = None
         if progress:
@@ -213,6 +210,16 @@ class Harness:
         if bar is not None:
             bar.close()
         return errors
+
+    def memory_references_fit(self, tasks: Sequence[Task]) -> bool:
+        """Whether `prepare` makes the references too big for the disk cache (perf sizes) ahead.
+        They live in memory only: made ahead only when all of them, every seed, fit in half of
+        the reference memory cache ($CUDAPERF_REF_MEMORY_GB), else they would be evicted before
+        use and computed twice; otherwise each is made at first use (``reference_ahead``)."""
+        from cudaperf import reference
+
+        big = sum(reference.output_bytes(t, x) for t in tasks for x in t.tests if not reference.disk_cached(t, x))
+        return big * self.cfg.check_seeds <= reference.memory_budget() // 2
 
     def evaluate(self, task: Task, source: str) -> EvalResult:
         """Evaluate one candidate translation unit for `task`. Never raises."""

@@ -168,3 +168,26 @@ def test_outputs_over_the_disk_limit_stay_in_memory_and_are_computed_once(tmp_pa
     exp = _expected(t, make_inputs(t, test, 7))["y"]
     for g in got:
         assert np.allclose(g["y"], exp, rtol=1e-12) and not g["y"].flags.writeable
+
+
+def test_prepare_makes_memory_only_references_ahead_only_when_they_fit(tmp_path, monkeypatch):
+    """Harness.prepare: references over the disk limit are made ahead only when all of them
+    (every test and check seed) fit in half of the memory cache; otherwise at first use."""
+    from cudaperf.config import get_profile
+    from cudaperf.harness import Harness
+
+    t = next(t for t in dev_tasks() if t.entry == "saxpy")
+    monkeypatch.setattr(ref, "DISK_MAX_BYTES", 0)  # every reference memory-only
+    need = sum(ref.output_bytes(t, x) for x in t.tests)
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(tmp_path)}).harness, use_store=False)
+    seeds = h.cfg.check_seeds
+    monkeypatch.setattr(ref._MEMORY, "max_bytes", 2 * need * seeds)
+    assert h.memory_references_fit([t])
+    monkeypatch.setattr(ref._MEMORY, "max_bytes", 2 * need * seeds - 2)
+    assert not h.memory_references_fit([t])
+    made = []
+    monkeypatch.setattr(Harness, "_reference", lambda self, task, test, seed: made.append((test.name, seed)))
+    assert h.prepare([t]) == {} and made == []  # nothing fits: all left to first use
+    monkeypatch.setattr(ref._MEMORY, "max_bytes", 2 * need * seeds)
+    assert h.prepare([t]) == {} and len(made) == len(t.tests) * seeds
+    h.close()
