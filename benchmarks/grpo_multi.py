@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     from accelerate import PartialState
 
     from cudaperf import grpo
-    from cudaperf.families import committed_or_built
+    from cudaperf.families import verified_tasks
 
     from cudaperf.ranker import reward_model
 
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = state.process_index, state.num_processes
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    structural, tasks = None, committed_or_built()
+    structural, tasks = None, verified_tasks()
     over = {"steps": a.steps, "ablation": a.ablation, "ranker_path": ranker, "time_budget_s": 0.0}
     if a.profile == "smoke":
         # As tests/test_grpo.py's smoke run: the shortest dev tasks (the warm start makes the tiny

@@ -47,9 +47,9 @@ def _log(msg: str) -> None:
 
 
 def _tasks():
-    from cudaperf.families import committed_or_built
+    from cudaperf.families import verified_tasks
 
-    return committed_or_built()
+    return verified_tasks()
 
 
 def _measurements(arg: str):

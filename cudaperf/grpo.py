@@ -488,9 +488,9 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     s = settings or GRPOSettings.for_profile(profile_name)
     prof = get_profile(profile_name)
     if tasks is None:
-        from cudaperf.tasks import load_tasks
+        from cudaperf.families import verified_tasks
 
-        tasks = load_tasks(Path(root, prof.data.tasks_path))
+        tasks = verified_tasks(Path(root, prof.data.tasks_path), Path(root, "data", "measurements"))
     tasks = select_tasks(tasks, s)
     run_dir = Path(root, data_dir, run)
     out_dir = Path(root, runs_dir, run)

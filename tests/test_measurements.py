@@ -397,3 +397,21 @@ def test_verified_dataset_names_a_harness_error_as_no_verdict():
     assert _why_not(rows).startswith("harness error")
     rows.loc[0, "message"] = "runner exited with signal 11"
     assert _why_not(rows) == "status crashed"
+
+
+def test_verified_tasks_serves_the_policy_stages_only_what_the_gpu_verified(tmp_path):
+    """families.verified_tasks: every task while nothing is measured; once shards exist, only
+    the tasks (and variants) they verify."""
+    from cudaperf import families
+
+    tasks = dev_tasks()
+    path = families.write_dataset(tasks, tmp_path / "tasks.jsonl.gz")
+    meas = tmp_path / "measurements"
+    meas.mkdir()
+    assert [t.task_id for t in families.verified_tasks(path, meas)] == [t.task_id for t in tasks]
+    saxpy, row_sum = tasks[0], tasks[1]
+    M.save_measurements(_rows([saxpy, row_sum], {(row_sum.task_id, "naive"): ("wrong", ())}),
+                        meas / "c2cuda_nvidia-h200_shard0.parquet")
+    got = families.verified_tasks(path, meas)
+    assert [t.task_id for t in got] == [saxpy.task_id]
+    assert [v.name for v in got[0].variants] == [v.name for v in saxpy.variants]

@@ -321,3 +321,19 @@ def committed_or_built(path: str | Path | None = None) -> list[Task]:
 
         return load_tasks(path)
     return build_dataset()
+
+
+def verified_tasks(path: str | Path | None = None, measurements: str | Path | None = None) -> list[Task]:
+    """The tasks the policy stages use (SFT, sampling, GRPO): `committed_or_built`, and, once GPU
+    verification is committed (``<measurements>/c2cuda_*.parquet``, default data/measurements),
+    only what it verified: `cudaperf.measurements.verified_dataset` drops every variant that is
+    not measured correct and timed, and every task left without its naive variant or with fewer
+    than three variants. Without measurement files (a fresh fork) every task is returned."""
+    from cudaperf import measurements as M
+
+    tasks = committed_or_built(path)
+    d = Path(measurements) if measurements is not None else Path(__file__).resolve().parents[2] / "data" / "measurements"
+    files = sorted(d.glob("c2cuda_*.parquet"))
+    if not files:
+        return tasks
+    return M.verified_dataset(tasks, M.merge(files))[0]
