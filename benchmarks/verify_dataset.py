@@ -63,10 +63,7 @@ def sample_path(out_dir: str | Path, slug: str) -> Path:
 def existing_table(out_dir: str | Path, slug: str) -> pd.DataFrame:
     """All rows of this GPU's measurement files: shard files in shard order, then the sample file
     (later files win on a repeated pair)."""
-    files = sorted(Path(out_dir).glob(f"c2cuda_{slug}_shard*.parquet"),
-                   key=lambda p: int(p.stem.rsplit("shard", 1)[1]) if p.stem.rsplit("shard", 1)[1].isdigit() else -1)
-    sample = sample_path(out_dir, slug)
-    return M.merge(files + [sample] if sample.exists() else files)
+    return M.load_merged(out_dir, slug)
 
 
 def shard_order(tasks: Sequence[Task], shard: int, of: int, order: str = "stratified") -> list[Task]:

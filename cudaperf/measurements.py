@@ -12,6 +12,10 @@ Guarantees:
   the harness did not fill stay null.
 * `merge(shards)` concatenates shard tables; when a (task_id, variant) pair occurs more than
   once the LATER shard wins (a re-run replaces an earlier measurement).
+* `measurement_files(path)` is the ONE order in which measurement files are merged, used by every
+  reader (dataset filter, ranker, SFT transcripts, notebooks, the verifier's resume): per GPU
+  slug, ``c2cuda_<slug>_shard<K>`` by K, then ``c2cuda_<slug>_sample`` (so the sample wins a
+  repeated pair), then any other parquet file by name; `load_merged(path)` merges them.
 * `verified_dataset(tasks, table)` keeps a variant only when every row for it says it was run on
   a GPU and passed every check (status "correct", correct true) with no ``hack:`` flag; then
   drops tasks whose naive variant was not kept or that keep fewer than `min_variants` variants.
@@ -23,7 +27,9 @@ from __future__ import annotations
 import collections
 import copy
 import datetime as _dt
+import glob
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -153,6 +159,41 @@ def merge(shards: Sequence[pd.DataFrame | str | Path]) -> pd.DataFrame:
     df = df.drop_duplicates(subset=list(KEY), keep="last").reset_index(drop=True)
     df["correct"] = df["correct"].astype("boolean")
     return df
+
+
+_FILE_RE = re.compile(r"^c2cuda_(?P<slug>.+?)_(?:shard(?P<k>\d+)|(?P<sample>sample))$")
+
+
+def _file_order(p: Path) -> tuple:
+    m = _FILE_RE.match(p.stem)
+    if not m:
+        return (1, p.stem, 0, 0)  # other names after the dataset's own, in name order
+    if m["sample"]:
+        return (0, m["slug"], 1, 0)
+    return (0, m["slug"], 0, int(m["k"]))
+
+
+def measurement_files(path: str | Path, slug: str | None = None) -> list[Path]:
+    """The measurement parquet files named by `path` in merge order (see the module docstring).
+
+    `path`: one file, a directory (its ``*.parquet``) or a glob pattern. `slug` keeps only
+    one GPU's files (``c2cuda_<slug>_*``). Empty when nothing matches."""
+    s = str(path)
+    if any(c in s for c in "*?["):
+        files = [Path(f) for f in glob.glob(s)]
+    elif Path(s).is_dir():
+        files = list(Path(s).glob("*.parquet"))
+    else:
+        files = [Path(s)] if Path(s).exists() else []
+    files = [f for f in files if f.is_file() and f.suffix == ".parquet"]
+    if slug is not None:
+        files = [f for f in files if f.stem.startswith(f"c2cuda_{slug}_")]
+    return sorted(files, key=_file_order)
+
+
+def load_merged(path: str | Path, slug: str | None = None) -> pd.DataFrame:
+    """`merge(measurement_files(path, slug))`; an empty table when no file matches."""
+    return merge(measurement_files(path, slug))
 
 
 # --------------------------------------------------------------------------- verified dataset

@@ -289,11 +289,11 @@ def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[st
 
     path = Path(path)
     if path.is_dir():
-        from cudaperf.measurements import merge
+        from cudaperf.measurements import merge, measurement_files
 
-        shards = sorted(path.glob("*.parquet"))
+        shards = measurement_files(path)
         if not shards:
-            raise FileNotFoundError(f"no parquet measurement shards in {path}")
+            raise FileNotFoundError(f"no parquet measurement files in {path}")
         df = merge(shards)
     elif path.suffix == ".parquet":
         df = pd.read_parquet(path)

@@ -81,12 +81,12 @@ def profiled_columns() -> list[str]:
 
 
 def load_measurements(path: str | Path = MEASUREMENTS_DIR) -> pd.DataFrame:
-    """Measurement rows (schema of `cudaperf.measurements`) of a parquet file, or of every
-    parquet shard under a directory merged in name order (a later shard wins on a repeated
-    (task_id, variant), as `cudaperf.measurements.merge` does)."""
+    """Measurement rows (schema of `cudaperf.measurements`) of a parquet file, a glob, or the
+    measurement files of a directory, merged in `cudaperf.measurements.measurement_files` order
+    (the order every reader uses; a later file wins on a repeated (task_id, variant))."""
     from cudaperf import measurements as _m
 
-    files = table_files(path)
+    files = _m.measurement_files(path)
     if not files:
         raise FileNotFoundError(f"no measurements parquet files at {path}")
     return _m.merge(files)
@@ -114,7 +114,9 @@ def _read_tables(path: str | Path, what: str) -> pd.DataFrame:
 
 
 def has_measurements(path: str | Path = MEASUREMENTS_DIR) -> bool:
-    return bool(table_files(path))
+    from cudaperf import measurements as _m
+
+    return bool(_m.measurement_files(path))
 
 
 def static_feature_table(tasks: Iterable[Any]) -> pd.DataFrame:

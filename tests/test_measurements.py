@@ -415,3 +415,25 @@ def test_verified_tasks_serves_the_policy_stages_only_what_the_gpu_verified(tmp_
     got = families.verified_tasks(path, meas)
     assert [t.task_id for t in got] == [saxpy.task_id]
     assert [v.name for v in got[0].variants] == [v.name for v in saxpy.variants]
+
+
+def test_measurement_files_order_is_shared_by_every_reader(tmp_path):
+    """Shards by number (shard10 after shard2), the sample file last (it wins a repeated pair), per
+    GPU slug, other parquet files after them by name; every reader merges in this order."""
+    t = dev_tasks()[0]
+    names = ["c2cuda_gpu_shard10", "c2cuda_gpu_sample", "c2cuda_gpu_shard2", "c2cuda_other_shard0"]
+    for i, n in enumerate(names):
+        M.save_measurements([M.row_from_result(t, "naive", _res(t, runtime=float(i + 1)))], tmp_path / f"{n}.parquet")
+    M.save_measurements([M.row_from_result(t, "naive", _res(t, runtime=9.0))], tmp_path / "a_rerun.parquet")
+    (tmp_path / "notes.jsonl").write_text("{}\n")
+    got = [p.stem for p in M.measurement_files(tmp_path)]
+    assert got == ["c2cuda_gpu_shard2", "c2cuda_gpu_shard10", "c2cuda_gpu_sample", "c2cuda_other_shard0", "a_rerun"]
+    assert [p.stem for p in M.measurement_files(tmp_path, slug="gpu")] == got[:3]
+    assert [p.stem for p in M.measurement_files(str(tmp_path / "c2cuda_gpu_*.parquet"))] == got[:3]
+    assert M.load_merged(tmp_path, slug="gpu").iloc[0]["runtime_ms"] == 2.0  # the sample won
+    assert M.measurement_files(tmp_path / "missing") == []
+    from cudaperf import policy, ranker
+
+    assert ranker.load_measurements(tmp_path).iloc[0]["runtime_ms"] == 9.0  # other names merged last
+    got_pol = policy.load_variant_measurements(tmp_path)
+    assert got_pol[(t.task_id, "naive")]["speedup"] == pytest.approx(2.0 / 9.0)

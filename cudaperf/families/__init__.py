@@ -333,7 +333,7 @@ def verified_tasks(path: str | Path | None = None, measurements: str | Path | No
 
     tasks = committed_or_built(path)
     d = Path(measurements) if measurements is not None else Path(__file__).resolve().parents[2] / "data" / "measurements"
-    files = sorted(d.glob("c2cuda_*.parquet"))
+    files = M.measurement_files(d)
     if not files:
         return tasks
     return M.verified_dataset(tasks, M.merge(files))[0]
