@@ -21,6 +21,10 @@ Guarantees:
   drops tasks whose naive variant was not kept or that keep fewer than `min_variants` variants.
   Everything dropped is listed with its reason in the returned `VerifyReport`: nothing
   unverified stays in the dataset.
+* `reflag_roofline(table, tasks, bw, slack)` recomputes the ``hack:faster_than_roofline`` flag of
+  every correct timed row from its runtime and the task's current ``min_bytes`` (pure; the
+  report counts flags removed / added per family), so a corrected lower bound reaches
+  committed measurements without re-running them (benchmarks/reflag_roofline.py).
 """
 from __future__ import annotations
 
@@ -272,6 +276,86 @@ def verified_dataset(tasks: Sequence[Task], measurements: pd.DataFrame, *,
     return kept_tasks, rep
 
 
+# --------------------------------------------------------------------------- roofline reflag
+
+ROOFLINE_FLAG = "hack:faster_than_roofline"
+
+
+@dataclass
+class ReflagReport:
+    """What `reflag_roofline` changed: flag counts overall and per family."""
+
+    rows_checked: int = 0          # correct, timed rows whose task is known
+    removed: int = 0
+    added: int = 0
+    flagged_before: int = 0        # rows carrying the flag before / after (all rows)
+    flagged_after: int = 0
+    by_family: dict[str, dict[str, int]] = field(default_factory=dict)  # family -> {removed, added}
+    unknown_tasks: list[str] = field(default_factory=list)  # task ids of timed rows not in `tasks`
+    remaining: list[dict[str, Any]] = field(default_factory=list)  # task_id, variant, runtime_ms, roofline_ms
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rows_checked": self.rows_checked, "removed": self.removed, "added": self.added,
+                "flagged_before": self.flagged_before, "flagged_after": self.flagged_after,
+                "by_family": self.by_family, "unknown_tasks": self.unknown_tasks}
+
+
+def reflag_roofline(table: pd.DataFrame, tasks: Sequence[Task], copy_bw_bytes_per_s: float,
+                    slack: float = 0.8) -> tuple[pd.DataFrame, ReflagReport]:
+    """(table with the roofline flag recomputed, report). Pure: the input table is not modified.
+
+    The harness flags a correct candidate ``hack:faster_than_roofline`` when its runtime is below
+    ``slack * min_bytes(perf test) / copy bandwidth`` (`Harness._roofline`); a committed table
+    keeps the verdicts of the ``meta.min_bytes`` at measurement time. This recomputes the flag of
+    every row the harness would have checked -- status "correct", correct true, runtime_ms set --
+    from its runtime and the task's CURRENT `Task.min_bytes` at its perf test: the flag is
+    removed where the bound now allows the runtime and added where it does not. Other rows, and
+    rows of tasks not in `tasks` (listed in the report), keep their flags unchanged.
+    """
+    if not copy_bw_bytes_per_s or copy_bw_bytes_per_s <= 0:
+        raise MeasurementError(f"copy bandwidth must be positive, got {copy_bw_bytes_per_s!r}")
+    df = to_table(table).copy()
+    df["correct"] = df["correct"].astype("boolean")
+    by_id = {t.task_id: t for t in tasks}
+    roof_ms: dict[str, float] = {}
+    rep = ReflagReport()
+    unknown: set[str] = set()
+    new_flags = []
+    for r in df.itertuples(index=False):
+        flags = list(r.flags)
+        had = ROOFLINE_FLAG in flags
+        rep.flagged_before += had
+        timed = (r.status == "correct" and not pd.isna(r.correct) and bool(r.correct)
+                 and not pd.isna(r.runtime_ms))
+        task = by_id.get(r.task_id)
+        if timed and task is None:
+            unknown.add(r.task_id)
+        if timed and task is not None:
+            rep.rows_checked += 1
+            if r.task_id not in roof_ms:
+                roof_ms[r.task_id] = task.min_bytes(task.perf_test) / copy_bw_bytes_per_s * 1e3
+            roof = roof_ms[r.task_id]
+            want = float(r.runtime_ms) < slack * roof
+            fam = rep.by_family.setdefault(task.family, {"removed": 0, "added": 0})
+            if had and not want:
+                flags = [f for f in flags if f != ROOFLINE_FLAG]
+                rep.removed += 1
+                fam["removed"] += 1
+            elif want and not had:
+                flags.append(ROOFLINE_FLAG)
+                rep.added += 1
+                fam["added"] += 1
+            if want:
+                rep.remaining.append({"task_id": r.task_id, "variant": r.variant,
+                                      "runtime_ms": float(r.runtime_ms), "roofline_ms": roof})
+        rep.flagged_after += ROOFLINE_FLAG in flags
+        new_flags.append(flags)
+    df["flags"] = new_flags
+    rep.by_family = {f: c for f, c in sorted(rep.by_family.items()) if c["removed"] or c["added"]}
+    rep.unknown_tasks = sorted(unknown)
+    return df, rep
+
+
 def summarize(df: pd.DataFrame, min_naive_ms: float = 0.020) -> dict[str, Any]:
     """Headline numbers of a measurement table: verified / failed by status and failure flag,
     the share of tasks whose naive variant takes >= `min_naive_ms` at the perf size, and the
@@ -298,5 +382,6 @@ def summarize(df: pd.DataFrame, min_naive_ms: float = 0.020) -> dict[str, Any]:
     }
 
 
-__all__ = ["COLUMNS", "KEY", "MeasurementError", "SCHEMA", "VerifyReport", "load_measurements", "measurement_metadata",
-           "merge", "now_utc", "row_from_result", "save_measurements", "summarize", "to_table", "verified_dataset"]
+__all__ = ["COLUMNS", "KEY", "MeasurementError", "ROOFLINE_FLAG", "ReflagReport", "SCHEMA", "VerifyReport",
+           "load_measurements", "measurement_metadata", "merge", "now_utc", "reflag_roofline", "row_from_result",
+           "save_measurements", "summarize", "to_table", "verified_dataset"]

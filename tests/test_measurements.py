@@ -437,3 +437,95 @@ def test_measurement_files_order_is_shared_by_every_reader(tmp_path):
     assert ranker.load_measurements(tmp_path).iloc[0]["runtime_ms"] == 9.0  # other names merged last
     got_pol = policy.load_variant_measurements(tmp_path)
     assert got_pol[(t.task_id, "naive")]["speedup"] == pytest.approx(2.0 / 9.0)
+
+
+def _roofline_rows(task, runtimes, flagged=(), status=None):
+    """One correct timed row per variant of `task` with the given runtimes (ms); variants in
+    `flagged` carry the roofline flag (as the harness set it under an older min_bytes)."""
+    rows = []
+    for v, rt in zip(task.variants, runtimes):
+        flags = ("hack:faster_than_roofline",) if v.name in flagged else ()
+        st = (status or {}).get(v.name, "correct")
+        rows.append(M.row_from_result(task, v.name, _res(task, st, runtime=rt, flags=flags),
+                                      measured_at="2026-12-03T00:00:00+00:00"))
+    return rows
+
+
+def test_reflag_roofline_removes_adds_and_keeps_flags_by_the_current_bound():
+    import copy
+
+    t = copy.deepcopy(dev_tasks()[0])
+    bw = 1e12  # bytes/s
+    t.meta["min_bytes"] = "1000000000"  # 1 GB -> roofline 1 ms, flag below 0.8 ms
+    a, b, c = (v.name for v in t.variants[:3])
+    rows = _roofline_rows(t, [0.5, 0.9, 0.7], flagged={a, b})
+    # a wrong row keeps whatever it had: the harness never checks the roofline of a wrong result
+    wrong = M.row_from_result(t, "wrong_one", _res(t, "wrong", flags=("hack:faster_than_roofline",)))
+    unknown = dict(rows[0], task_id="c2cuda/none/such", flags=["hack:faster_than_roofline"])
+    table = M.to_table(rows + [wrong, unknown])
+    before = [list(f) for f in table["flags"]]
+    out, rep = M.reflag_roofline(table, [t], bw, slack=0.8)
+    flags = {r.variant: list(r.flags) for r in out.itertuples() if r.task_id == t.task_id}
+    assert "hack:faster_than_roofline" in flags[a]          # 0.5 < 0.8: stays
+    assert "hack:faster_than_roofline" not in flags[b]      # 0.9 >= 0.8: stale flag removed
+    assert flags[c] == ["hack:faster_than_roofline"]        # 0.7 < 0.8: added
+    assert flags["wrong_one"] == ["hack:faster_than_roofline"]
+    assert list(out[out["task_id"] == "c2cuda/none/such"]["flags"].iloc[0]) == ["hack:faster_than_roofline"]
+    assert (rep.removed, rep.added, rep.rows_checked) == (1, 1, 3)
+    assert rep.by_family == {t.family: {"removed": 1, "added": 1}}
+    assert rep.unknown_tasks == ["c2cuda/none/such"]
+    assert (rep.flagged_before, rep.flagged_after) == (4, 4)
+    assert [list(f) for f in table["flags"]] == before      # pure: the input is untouched
+    # a lower bound (smaller min_bytes) clears every flag; the slack is honoured
+    t.meta["min_bytes"] = "100000000"
+    out2, rep2 = M.reflag_roofline(table, [t], bw)
+    assert rep2.removed == 2 and rep2.added == 0
+    mine = out2[(out2["task_id"] == t.task_id) & (out2["status"] == "correct")]
+    assert len(mine) == 3 and not any("hack:faster_than_roofline" in f for f in mine["flags"])
+    _, rep3 = M.reflag_roofline(table, [t], bw, slack=0.0)
+    assert rep3.added == 0 and rep3.removed == 2
+    # the flag decides verification: the reflagged table keeps the variant the stale flag dropped
+    assert a == "naive"
+    assert M.verified_dataset([t], table, min_variants=1)[1].variants_kept == 0  # naive flagged
+    assert M.verified_dataset([t], out2, min_variants=1)[1].variants_kept == 3
+    with pytest.raises(M.MeasurementError):
+        M.reflag_roofline(table, [t], 0.0)
+
+
+def test_committed_measurements_agree_with_the_current_min_bytes():
+    """The committed H200 shards carry the roofline flags the current task bounds give (run
+    benchmarks/reflag_roofline.py after changing a family's min_bytes)."""
+    import json
+
+    from cudaperf.families import committed_or_built
+
+    root = Path(__file__).resolve().parents[1]
+    files = M.measurement_files(root / "data" / "measurements", "nvidia-h200")
+    ceil = root / "data" / "ceilings" / "nvidia-h200.json"
+    if not files or not ceil.is_file():
+        pytest.skip("no committed H200 measurements")
+    bw = json.loads(ceil.read_text())["copy_bandwidth_bytes_per_s"]
+    from cudaperf.config import HarnessConfig
+
+    _, rep = M.reflag_roofline(M.merge(files), committed_or_built(), bw, HarnessConfig().roofline_slack)
+    assert (rep.removed, rep.added) == (0, 0), rep.to_dict()
+
+
+def test_every_min_bytes_override_is_at_most_the_whole_buffer_count():
+    """meta.min_bytes is a lower bound (the roofline check must not flag honest code): wherever a
+    family overrides it, it never exceeds the default count (every buffer read and/or written
+    whole, inout twice) at any test size, and is never negative."""
+    import copy
+
+    from cudaperf.families import committed_or_built
+
+    n = 0
+    for t in committed_or_built():
+        if "min_bytes" not in t.meta:
+            continue
+        d = copy.deepcopy(t)
+        d.meta.pop("min_bytes")
+        for te in t.tests:
+            assert 0 <= t.min_bytes(te) <= d.min_bytes(te), (t.task_id, te.name)
+        n += 1
+    assert n > 500

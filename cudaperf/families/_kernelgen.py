@@ -216,6 +216,16 @@ def tests_1d(perf_n: int, n: str = "n", extra: dict | None = None) -> list[dict]
             {"name": "perf", "sizes": {n: perf_n, **ex}, "perf": True}]
 
 
+def uniq(draws: str, size: str) -> str:
+    """Elements (or rows) of a table of `size` that `draws` uniform random indices surely touch,
+    for meta.min_bytes (an expression string). Repeated indices are served by the L2 (50 MB on an H200), so a lower
+    bound counts each touched element once. The expected number of distinct values among D
+    uniform draws from V is V*(1 - (1 - 1/V)^D) >= (1 - 1/e) * min(D, V); counting min(D, V)/2
+    stays below it with margin (the perf sizes draw >= 2^15 indices, so the realised count is
+    close to its expectation)."""
+    return f"(min({draws}, {size})//2)"
+
+
 def record(family: str, slug: str, entry: str, sig: list[dict], reference: str,
            variants: list[dict], tests: list[dict], knobs: dict, flops: str | None = None,
            tol: dict | None = None, min_bytes: str | None = None) -> dict:

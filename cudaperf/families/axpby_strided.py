@@ -102,8 +102,21 @@ def generate(rng: random.Random) -> list[dict]:
                 recs.append(record(FAMILY, f"{pre}{op}_{form}", entry, sig, ref, _variants(entry, sig, kb),
                                    _tests(form, has_y, rng), {"op": op, "dtype": t, "form": form},
                                    flops={"axpy": "2*n", "axpby": "3*n", "rot": "6*n", "scal": "n"}.get(op),
-                                   min_bytes=None))
+                                   min_bytes=_min_bytes(op, t)))
     return recs
+
+
+# Elements of x / y each op must read plus write, per index i. Lower bound for the roofline
+# check (meta.min_bytes), counted per ELEMENT: only the n strided elements are touched (the
+# gaps of a strided or column buffer are neither read nor written, even though the buffer is
+# `inout` to keep them), and y of copy is write-only (its old contents are overwritten unread;
+# dcopy_unit's default count was 805 MB where 537 MB must move). Sector granularity can only
+# add to this.
+_ACCESSES = {"axpy": 3, "axpby": 3, "copy": 2, "swap": 4, "rot": 4, "scal": 2}
+
+
+def _min_bytes(op: str, t: str) -> str:
+    return f"n*{_ACCESSES[op] * (4 if t == 'float' else 8)}"
 
 
 def _ind(s, k):

@@ -5,7 +5,8 @@ permutation, per-row take-along-axis, column selection).
 
 Guarantees: 77 tasks over float/double/int/unsigned char data and int or long long indices.
 Indices are drawn with randint(0, bound) / perm(n), so every gather is in bounds for every
-test; `meta.min_bytes` counts only what must move (the indexed rows, not whole tables).
+test; `meta.min_bytes` counts only what must move (the indexed rows, not whole tables), as a
+LOWER bound (see `_kernelgen.uniq`): a table element or row read several times is counted once.
 1-D gathers get naive / grid_stride / loop_unrolled (latency-bound: more loads in flight);
 row gathers get naive / warp_per_row / block_per_row (index read once per row, coalesced row
 copies).
@@ -16,6 +17,7 @@ import random
 
 from cudaperf.families._kernelgen import (P, ewise_reference, ewise_variants, record, rows_reference,
                                           rows_variants, unrolled_variant)
+from cudaperf.families._kernelgen import uniq as _uniq
 
 FAMILY = "gather"
 CATEGORY = "sparse"
@@ -36,7 +38,8 @@ def _one_d(form, T, IT):
     sz = ({"n": 1, "m": 1}, {"n": 1003, "m": 517}, big)
     isz = 4 if IT == "int" else 8
     es = {"float": 4, "double": 8, "int": 4, "unsigned char": 1}[T]
-    mb = f"n*({isz}+{2 * es})"
+    # idx read + out written once per i, plus the distinct src elements (see _kernelgen.uniq)
+    mb = f"n*({isz}+{es})+{_uniq('n', 'm')}*{es}"
     if form == "take":
         return [n, m, src, idx, out], "@out = src[@idx];", sz, mb
     if form == "take_perm":
@@ -44,23 +47,26 @@ def _one_d(form, T, IT):
                  out], "@out = src[@perm];", ({"n": 1}, {"n": 1003}, {"n": 1 << 25}), None)
     if form == "take_scaled":
         return ([n, m, src, idx, P("w", f"const {T}*", "in", "n", DATA[T]), out], "@out = @w * src[@idx];",
-                sz, f"n*({isz}+{3 * es})")
-    if form == "take_acc":
-        return [n, m, src, idx, out], "@out += src[@idx];", sz, f"n*({isz}+{3 * es})"
+                sz, f"n*({isz}+{2 * es})+{_uniq('n', 'm')}*{es}")
+    if form == "take_acc":  # out is read and written (accumulated into)
+        return [n, m, src, idx, out], "@out += src[@idx];", sz, f"n*({isz}+{2 * es})+{_uniq('n', 'm')}*{es}"
     if form == "take_masked":
         return ([n, m, src, idx, P("mask", "const unsigned char*", "in", "n", "bernoulli(0.5)"), out],
-                f"@out = @mask ? src[@idx] : ({T})0;", sz, f"n*({isz}+1+{2 * es})")
+                # mask read and out written everywhere; idx and src only where the mask is set
+                # (bernoulli(0.5): counted for a quarter of the elements, half the expected share)
+                f"@out = @mask ? src[@idx] : ({T})0;", sz,
+                f"n*(1+{es})+(n//4)*{isz}+{_uniq('n//4', 'm')}*{es}")
     if form == "take_add2":
         return ([n, m, P("a", f"const {T}*", "in", "m", DATA[T]), P("b", f"const {T}*", "in", "m", DATA[T]),
                  P("ia", f"const {IT}*", "in", "n", "randint(0, m)"), P("ib", f"const {IT}*", "in", "n", "randint(0, m)"),
-                 out], "@out = a[@ia] + b[@ib];", sz, f"n*({2 * isz}+{3 * es})")
+                 out], "@out = a[@ia] + b[@ib];", sz, f"n*({2 * isz}+{es})+2*{_uniq('n', 'm')}*{es}")
     if form == "take_2d":
         return ([n, P("rows", "int", "size"), P("cols", "int", "size"),
                  P("a", f"const {T}*", "in", "rows*cols", DATA[T]),
                  P("ri", f"const {IT}*", "in", "n", "randint(0, rows)"), P("ci", f"const {IT}*", "in", "n", "randint(0, cols)"),
                  out], "@out = a[(size_t)@ri * cols + @ci];",
                 ({"n": 1, "rows": 1, "cols": 1}, {"n": 1003, "rows": 37, "cols": 101},
-                 {"n": 1 << 25, "rows": 4096, "cols": 8192}), f"n*({2 * isz}+{2 * es})")
+                 {"n": 1 << 25, "rows": 4096, "cols": 8192}), f"n*({2 * isz}+{es})+{_uniq('n', 'rows*cols')}*{es}")
     if form == "lut":
         return ([n, P("in", "const unsigned char*", "in", "n", "randint(0, 256)"),
                  P("lut", f"const {T}*", "in", "256", DATA[T]), out], "@out = lut[@in];",
@@ -69,7 +75,8 @@ def _one_d(form, T, IT):
         return ([n, m, src, P("idx", f"const {IT}*", "in", "n", "randint(0, m - 1)"),
                  P("frac", f"const {T}*", "in", "n", "uniform(0, 1)"), out],
                 "@out = src[@idx] + @frac * (src[@idx + 1] - src[@idx]);",
-                ({"n": 1, "m": 2}, {"n": 1003, "m": 517}, big), f"n*({isz}+{4 * es})")
+                # src[idx] and src[idx + 1]: at least the distinct idx values' elements
+                ({"n": 1, "m": 2}, {"n": 1003, "m": 517}, big), f"n*({isz}+{2 * es})+{_uniq('n', 'm')}*{es}")
     raise ValueError(form)
 
 
@@ -95,7 +102,12 @@ def _rows(form, T, IT, d):
         s = ({"n": 1, "d": 1, "vocab": 1}, {"n": 37, "d": 33, "vocab": 1001}, {"n": n, "d": d, "vocab": 50000})
         if form == "embed_pos":
             s = tuple({**x, "seq": q} for x, q in zip(s, (1, 5, 512)))
-        return sig, "n", "d", setup, f"out[(size_t)@r * d + @j] = {val};", s, f"n*({isz}+{2 * es}*d)"
+        # ids read + out rows written once, the distinct table rows (see _kernelgen.uniq) and, for
+        # embed_pos, the positional rows 0 .. min(n, seq) - 1 (row r uses r % seq)
+        mb = f"n*({isz}+{es}*d)+{_uniq('n', 'vocab')}*d*{es}"
+        if form == "embed_pos":
+            mb += f"+min(n, seq)*d*{es}"
+        return sig, "n", "d", setup, f"out[(size_t)@r * d + @j] = {val};", s, mb
     if form in ("bag_sum", "bag_mean"):
         sig = [P("bags", "int", "size"), P("K", "int", "size"), P("d", "int", "size"), P("vocab", "int", "size"),
                P("ids", f"const {IT}*", "in", "bags*K", "randint(0, vocab)"),
@@ -105,7 +117,10 @@ def _rows(form, T, IT, d):
                 f"out[(size_t)@r * d + @j] = {fin};")
         s = ({"bags": 1, "K": 1, "d": 1, "vocab": 1}, {"bags": 37, "K": 3, "d": 33, "vocab": 1001},
              {"bags": (1 << 24) // d, "K": 8, "d": d, "vocab": 50000})
-        return sig, "bags", "d", "", body, s, f"bags*K*({isz}+{es}*d)+bags*d*{es}"
+        # ids read + out rows written once, and each distinct table row once (see _kernelgen.uniq): at the
+        # perf sizes bags*K >> vocab, so the whole 50000-row table is touched, but its rows are
+        # read K*bags/vocab times over (from the L2), which the old count charged to HBM
+        return sig, "bags", "d", "", body, s, f"bags*K*{isz}+bags*d*{es}+{_uniq('bags*K', 'vocab')}*d*{es}"
     if form == "row_perm":
         sig = [P("rows", "int", "size"), P("d", "int", "size"), P("perm", f"const {IT}*", "in", "rows", "perm(rows)"),
                P("in", f"const {T}*", "in", "rows*d", DATA[T]), P("out", f"{T}*", "out", "rows*d")]
@@ -118,14 +133,14 @@ def _rows(form, T, IT, d):
                P("out", f"{T}*", "out", "rows*k")]
         s = ({"rows": 1, "cols": 1, "k": 1}, {"rows": 37, "cols": 1001, "k": 7}, {"rows": 1 << 16, "cols": 1024, "k": 256})
         return sig, "rows", "k", "", "out[(size_t)@r * k + @j] = a[(size_t)@r * cols + idx[(size_t)@r * k + @j]];", \
-            s, f"rows*k*({isz}+{2 * es})"
+            s, f"rows*k*({isz}+{es})+rows*{_uniq('k', 'cols')}*{es}"  # distinct picks per row
     if form == "col_select":
         sig = [P("rows", "int", "size"), P("cols", "int", "size"), P("k", "int", "size"),
                P("a", f"const {T}*", "in", "rows*cols", DATA[T]), P("cidx", f"const {IT}*", "in", "k", "randint(0, cols)"),
                P("out", f"{T}*", "out", "rows*k")]
         s = ({"rows": 1, "cols": 1, "k": 1}, {"rows": 37, "cols": 1001, "k": 300}, {"rows": 1 << 16, "cols": 1024, "k": 512})
         return sig, "rows", "k", "", "out[(size_t)@r * k + @j] = a[(size_t)@r * cols + cidx[@j]];", s, \
-            f"rows*k*{2 * es}+k*{isz}"
+            f"rows*k*{es}+k*{isz}+rows*{_uniq('k', 'cols')}*{es}"  # distinct columns, every row
     raise ValueError(form)
 
 

@@ -199,9 +199,37 @@ extern "C" void {entry}({params}) {{
                          {"name": "warp_per_vertex", "strategy": "one warp per vertex, coalesced adjacency reads" + (", __any_sync early exit" if direction == "pull" else ""), "source": warp},
                          {"name": "grid_stride", "strategy": "grid-stride over vertices, 512-thread blocks, read-only adjacency loads", "source": gs}],
             "tests": tests,
-            "meta": {"flops": "0", "min_bytes": f"4*({NV}+{NE})", "source": "generated",
+            "meta": {"flops": "0", "min_bytes": _min_bytes(front, outk, direction, NV, NE), "source": "generated",
                      "knobs": {"frontier": front, "output": outk, "weighted": weighted, "direction": direction,
                                "offset_type": IT, "loop_style": style, "avg_degree": deg}}}
+
+
+def _min_bytes(front: str, outk: str, direction: str, NV: str, NE: str) -> str:
+    """Lower bound on the bytes one level step must move (meta.min_bytes, the roofline check).
+
+    Only what every run must touch is counted, data-dependent traffic at HALF its expected
+    amount under this generator's inputs (levels: choice(-1, -1, -1, 0, 1, 2), so half the
+    vertices are unvisited and 1/6 are at level cur = 1; bitmap: bernoulli(0.15)):
+    * pull: every vertex's level is read (the unvisited test); an unvisited vertex scans its
+      edges only until the first frontier neighbour (early exit), so just ONE edge per unvisited
+      vertex that has edges is sure: min(NV, NE)/4 edges of 4 bytes. The frontier lookups are random reads the L2 may
+      serve and are not counted. (The old count, every edge, was 5x what a run at degree 64
+      reads: pull_levels_next_d64 ran at 0.52x its "roofline".)
+    * push: the frontier description is read whole (levels 4*NV, bitmap NV bytes, queue 4*nf),
+      and every edge of a frontier vertex: levels 1/6 of the edges (counted NE/12), bitmap 0.15
+      (counted 0.075*NE), queue the edges of its distinct vertices, at least min(nf, NV)/2 of
+      them (see _kernelgen.uniq) with NE/NV edges each on average. Row offsets, the destination
+      levels and the level writes are not counted.
+    * outputs: the next-frontier bitmap is written whole (NV bytes), the count is 4 bytes.
+    """
+    if direction == "pull":
+        mb = f"4*{NV}+4*(min({NV}, {NE})//4)"  # no more edge-holding vertices than edges
+    else:
+        front_b = {"levels": f"4*{NV}", "bitmap": f"{NV}", "queue": "4*nf"}[front]
+        edges = {"levels": f"{NE}//12", "bitmap": f"3*{NE}//40",
+                 "queue": f"(min(nf, {NV})//2)*{NE}//max({NV}, 1)"}[front]
+        mb = f"{front_b}+4*({edges})"
+    return mb + {"level": "", "next": f"+{NV}", "count": "+4"}[outk]
 
 
 def generate(rng: random.Random) -> list[dict]:

@@ -38,6 +38,23 @@ OPS = {
     "cube": ("v * v * v", "uniform(-2, 2)", False),
 }
 
+# In-place formulas with fixed points inside the input range: an element the formula leaves
+# unchanged is read but need not be written back (roofline lower bound, meta.min_bytes).
+# Value: share of elements that DO change under the input draw (relu, leaky_relu, elu: the
+# negative half; hardswish on U(-5, 5): all but x >= 3, i.e. 0.8). The writes are counted at
+# half that share (data-dependent traffic at half its expected amount). Every other in-place
+# formula changes (almost) every element: read + write, the default count.
+INPLACE_WRITE_SHARE = {"relu": (1, 2), "leaky_relu": (1, 2), "elu": (1, 2), "hardswish": (4, 5)}
+
+
+def _min_bytes(op: str, t: str, inplace: bool) -> str | None:
+    if not inplace or op not in INPLACE_WRITE_SHARE:
+        return None
+    es = 4 if t == "float" else 8
+    num, den = INPLACE_WRITE_SHARE[op]
+    return f"n*{es}+((n*{num})//{2 * den})*{es}"
+
+
 ENTRY_PATTERNS = ["{op}_{t}", "{op}_forward_{t}", "vec_{op}_{t}", "{op}_cpu_{t}", "apply_{op}_{t}"]
 NAMES = [("x", "y"), ("in", "out"), ("src", "dst"), ("input", "output"), ("a", "b")]
 LOOPV = ["i", "idx", "k", "j"]
@@ -67,5 +84,6 @@ def generate(rng: random.Random) -> list[dict]:
                     perf //= 2
                 recs.append(record(FAMILY, f"{op}_{tc}{'_inplace' if inplace else ''}", entry, sig,
                                    ref, ewise_variants(entry, sig, "n", arrays, body),
-                                   tests_1d(perf), {"op": op, "dtype": t, "inplace": inplace}))
+                                   tests_1d(perf), {"op": op, "dtype": t, "inplace": inplace},
+                                   min_bytes=_min_bytes(op, t, inplace)))
     return recs

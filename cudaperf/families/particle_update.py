@@ -243,8 +243,19 @@ def generate(rng: random.Random) -> list[dict]:
                           entry, sig, ref, _variants(entry, sig, integ, force, wall, D, layout, multi, ty),
                           tests, {"integrator": integ, "force": force, "boundary": wall, "dim": D,
                                   "layout": layout, "multistep": multi, "dtype": tn},
-                          flops=f"{10 * D}*n" + ("*nsteps" if multi else "")))
+                          flops=f"{10 * D}*n" + ("*nsteps" if multi else ""),
+                          min_bytes=_min_bytes(force, D, tn)))
     return out
+
+
+def _min_bytes(force, D, tn):
+    """Roofline lower bound (meta.min_bytes). Every position and velocity component is read and
+    written once (the default count), except under uniform gravity: it pulls along the last
+    axis only, so the other D - 1 velocity components never change (bar a reflection or soft
+    wall, data-dependent and not counted) and need not be written back."""
+    if force != "gravity":
+        return None
+    return f"n*{(4 * D - (D - 1)) * ty_size(tn)}"
 
 
 def ty_size(tn):

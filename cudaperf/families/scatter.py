@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 
+from cudaperf.families._kernelgen import uniq as _uniq
 from cudaperf.families._kernelgen import (HDR, P, SM_COUNT, args, decls, ewise_reference, ewise_variants,
                                           record, rows_reference, rows_variants, subst, unrolled_variant, indent)
 
@@ -176,8 +177,18 @@ def generate(rng: random.Random) -> list[dict]:
         var.append(_privatized(entry, sig, "n", arrays, uop, T, M, bin_, val))
         tests = [{"name": "one", "sizes": sz[0]}, {"name": "odd", "sizes": sz[1]},
                  {"name": "perf", "sizes": sz[2], "perf": True}]
+        # Roofline lower bound (meta.min_bytes): the index arrays and values are read once; of
+        # the bins only those some index hits are touched (at least min(n, bins)/2, see
+        # _kernelgen.uniq): add/count read and write each, max/min read each and write only the
+        # bins a value beats (data-dependent, not counted).
+        es = 8 if T == "long long" else 4
+        ins = "n*8" if where == "coord2d" else "n*4"
+        if op != "count":
+            ins += f"+n*{es}"
+        touched = _uniq("n", M.replace(" ", ""))
+        mb = f"{ins}+{2 if uop == 'add' else 1}*{touched}*{es}"
         recs.append(record(FAMILY, f"{op}_{TC[T]}_{where}", entry, sig, ref, var, tests,
-                           {"form": f"atomic_{op}", "dtype": T, "where": where, "bins": mcls}))
+                           {"form": f"atomic_{op}", "dtype": T, "where": where, "bins": mcls}, min_bytes=mb))
     # ---- float atomic scatter-add (order dependent: tolerance)
     tol = {"rtol": 1e-4, "atol": 1e-5, "l2": 1e-5}
     for T in ("float", "double"):
@@ -197,9 +208,12 @@ def generate(rng: random.Random) -> list[dict]:
             var = ewise_variants(entry, sig, "n", arrays, body, vectorize=False) + [unrolled_variant(entry, sig, "n", arrays, body)]
             tests = [{"name": "one", "sizes": {"n": 1, "m": 1}}, {"name": "odd", "sizes": {"n": 1003, "m": 37}},
                      {"name": "perf", "sizes": {"n": 1 << 25, "m": 1 << 22}, "perf": True}]
+            # lower bound: idx and w read once, each bin some index hits read and written once
+            es = 8 if T == "double" else 4
+            mb = f"n*({8 if IT == 'long long' else 4}+{es})+2*{_uniq('n', 'm')}*{es}"
             recs.append(record(FAMILY, f"add_{TC[T]}{ix}", entry, sig, ref, var, tests,
                                {"form": "atomic_add_float", "dtype": T, "index": IT},
-                               tol=None if T == "double" else tol))
+                               tol=None if T == "double" else tol, min_bytes=mb))
     # ---- row scatter-add (embedding gradient): float/double/int/long long values
     for k, (T, IT) in enumerate([("float", "int"), ("float", "long long"), ("double", "int"), ("double", "long long"),
                                  ("int", "int"), ("long long", "int")]):
@@ -215,11 +229,17 @@ def generate(rng: random.Random) -> list[dict]:
         else:
             ubody = "atomicAdd(&grad_table[dst + @j], grad_out[(size_t)@r * d + @j]);"
         entry = f"embedding_backward_{TC[T]}{ix}"
+        es = 8 if T in ("double", "long long") else 4
         tests = [{"name": "one", "sizes": {"n": 1, "d": 1, "vocab": 1}}, {"name": "odd", "sizes": {"n": 37, "d": 33, "vocab": 11}},
                  {"name": "perf", "sizes": {"n": (1 << 24) // d, "d": d, "vocab": 50000}, "perf": True}]
         recs.append(record(FAMILY, f"rows_add_{TC[T]}{ix}", entry, sig,
                            rows_reference(entry, sig, "n", "d", setup, cbody, rv=rng.choice(["r", "t"])),
                            rows_variants(entry, sig, "n", "d", setup, ubody), tests,
                            {"form": "rows_atomic_add", "dtype": T, "index": IT, "d": d},
-                           tol=tol if T == "float" else None))
+                           tol=tol if T == "float" else None,
+                           # lower bound: ids and grad_out read once; only the table rows some id
+                           # hits (at least min(n, vocab)/2, see _kernelgen.uniq) are read and
+                           # written, the rest of the table is untouched
+                           min_bytes=(f"n*{8 if IT == 'long long' else 4}+n*d*{es}"
+                                      f"+2*{_uniq('n', 'vocab')}*d*{es}")))
     return recs

@@ -30,6 +30,21 @@ _FORMS = ("plain", "axpby", "accum", "residual", "jacobi", "pattern")
 
 
 from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
+from cudaperf.families._kernelgen import uniq  # noqa: E402
+
+
+def _min_bytes(T, form, IT, M, N, NNZ):
+    """Roofline lower bound (meta.min_bytes): row offsets, column indices and values read once,
+    y written once (read too for axpby / accum), rhs / diag read once; x is gathered through
+    the column indices, so only the entries some index hits must come from memory, each once
+    (see _kernelgen.uniq; at average row length 2, e^-2 = 14% of x is never referenced). The
+    Jacobi sweep also reads x[i] for every row, so there x counts whole."""
+    isz = 4 if IT == "int" else 8
+    es = 4 if T in ("float", "int") else 8
+    mb = f"({M}+1)*{isz}+{NNZ}*{isz}" + ("" if form == "pattern" else f"+{NNZ}*{es}")
+    mb += f"+{N}*{es}" if form == "jacobi" else f"+{uniq(NNZ, N)}*{es}"
+    mb += f"+{M}*{es}*{ {'jacobi': 3, 'residual': 2, 'axpby': 2, 'accum': 2}.get(form, 1) }"
+    return mb
 
 
 def _task(T, form, IT, style, ACC, dens):
@@ -152,7 +167,7 @@ extern "C" void {entry}({params}) {{
                         {"name": "warp_shuffle", "strategy": "one warp per row, coalesced nonzero reads, shuffle reduction", "source": warp},
                         {"name": "subwarp_adaptive", "strategy": "4/8/16/32 lanes per row chosen from nnz/m, segmented shuffles", "source": sub}],
            "tests": tests,
-           "meta": {"flops": f"2*{NNZ}", "source": "generated",
+           "meta": {"flops": f"2*{NNZ}", "min_bytes": _min_bytes(T, form, IT, M, N, NNZ), "source": "generated",
                     "knobs": {"dtype": T, "form": form, "index_type": IT, "loop_style": style,
                               "accumulator": ACC, "avg_row_nnz": dens}}}
     if T == "float":

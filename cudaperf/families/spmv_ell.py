@@ -22,6 +22,28 @@ _HDR = "#include <cuda_runtime.h>\n"
 
 
 from cudaperf.families._kernelgen import P as _p  # noqa: E402 - the shared signature-entry helper
+from cudaperf.families._kernelgen import uniq  # noqa: E402
+
+
+def _min_bytes(fmt, T, form, W, pad):
+    """Roofline lower bound (meta.min_bytes); data-dependent traffic at half its expected amount.
+
+    * ellr: a row reads only its first row_len slots (randint(0, W + 1): W/2 of W expected), so
+      only m*W/4 slots of columns + values are counted, not the whole m*W arrays;
+    * col / row: every column slot is read (to find the padding), but a value only for a real
+      entry ((100 - pad)% of the slots, counted at half that);
+    * x: only the entries some slot points to, each once (see _kernelgen.uniq);
+    * y written once (read too for axpby / accum), b / dscale read once.
+    """
+    es = 4 if T == "float" else 8
+    if fmt == "ellr":
+        slots = f"(m*{W}//4)"
+        mb = f"m*4+{slots}*{4 + es}"
+    else:
+        slots = f"(m*{W}*{100 - pad}//200)"
+        mb = f"m*{W}*4+{slots}*{es}"
+    mb += f"+{uniq(slots, 'n')}*{es}+m*{es * (2 if form in ('axpby', 'accum', 'residual', 'scaled') else 1)}"
+    return mb
 
 
 def _task(fmt, T, form, W, pad):
@@ -195,7 +217,7 @@ extern "C" void {entry}({params}) {{
              {"name": "perf", "sizes": {"m": pm, "n": pm}, "perf": True}]
     rec = {"task_id": f"c2cuda/{FAMILY}/{fmt}_{T}_{form}_w{W}", "track": "c2cuda", "entry": entry,
            "signature": sig, "reference": ref, "variants": variants, "tests": tests,
-           "meta": {"flops": f"2*m*{W}", "source": "generated",
+           "meta": {"flops": f"2*m*{W}", "min_bytes": _min_bytes(fmt, T, form, W, pad), "source": "generated",
                     "knobs": {"format": fmt, "dtype": T, "form": form, "width": W,
                               "padding_pct": None if fmt == "ellr" else pad}}}
     if T == "float":

@@ -231,6 +231,12 @@ extern "C" void {entry}({params}) {{
         mb = f"{sz}*{'batch*' if batched else ''}n*(n-1)"
     if packed_out:  # reads the upper triangle, writes it packed
         mb = f"{sz}*{'batch*' if batched else ''}n*(n+1)"
+    if op in ("triu", "tril", "triu_strict", "tril_strict"):
+        # writes the whole output but reads only the kept triangle (the other is written as
+        # zeros without looking at A): n*n + n*(n+-1)/2 elements, not 2*n*n (triu_double ran at
+        # 0.84x the whole-buffer count)
+        kept = "n*(n-1)//2" if op.endswith("strict") else "n*(n+1)//2"
+        mb = f"{sz}*{'batch*' if batched else ''}(n*n+{kept})"
     rec = {"task_id": f"c2cuda/{FAMILY}/{op}{'_batched' if batched else ''}_{T}", "track": "c2cuda", "entry": entry,
            "signature": sig, "reference": ref, "variants": variants,
            "tests": [{"name": k, "sizes": v, **({"perf": True} if k == "perf" else {})} for k, v in tests.items()],
