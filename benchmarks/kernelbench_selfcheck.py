@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", type=int, nargs="+", default=[1])
     ap.add_argument("--out", required=True)
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems (0 = all)")
-    ap.add_argument("--chunk", type=int, default=8, help="problems per prepare/evaluate round (a progress line each)")
+    ap.add_argument("--chunk", type=int, default=4, help="problems per prepare/evaluate round (a progress line each)")
     ap.add_argument("--max-seconds", type=float, default=None)
     ap.add_argument("--workers-per-gpu", type=int, default=4)
     a = ap.parse_args(argv)
@@ -88,6 +88,11 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.monotonic()
             chunk = todo[i:i + a.chunk]
             errors = h.prepare(chunk)
+            # Stage times per chunk: session 12's run spent 230 s inside its first chunk without a
+            # row, so the next run must show whether prepare (references, baselines) or the
+            # candidates take the time.
+            print(f"chunk {i // a.chunk}: prepared {len(chunk)} problems in {time.monotonic() - t0:.1f} s "
+                  f"({len(errors)} failed: {sorted(errors)[:3]})", flush=True)
             items, keys = [], []
             for t in chunk:
                 for name, make in CANDIDATES.items():
