@@ -32,9 +32,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudaperf import envinfo, noise  # noqa: E402
+from cudaperf import envinfo, gpuworker, noise  # noqa: E402
 from cudaperf.config import get_profile  # noqa: E402
 from cudaperf.harness import Harness  # noqa: E402
+from cudaperf.stacksample import StackSampler  # noqa: E402
 from cudaperf.tasks import Task, load_tasks  # noqa: E402
 
 
@@ -72,9 +73,13 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     prep_s = time.perf_counter() - t0
     for sub in ("compile", "so"):
         shutil.rmtree(Path(cache) / sub, ignore_errors=True)
+    gpuworker.request_stats(reset=True)
+    cpu0 = _cpu_times()
     t0 = time.perf_counter()
-    res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
+    with StackSampler() as sampler:
+        res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
     wall = time.perf_counter() - t0
+    cpu1 = _cpu_times()
     h.close()
     status: dict[str, int] = {}
     for r in res:
@@ -91,9 +96,32 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "status_counts": status, "stage_seconds_sum": stage, "cpu_cores": os.cpu_count(),
             "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu, "share_runner": share_runner,
             "in_shared_runners": sum("shared_runner" in r.timings for r in res),
+            # Where the time went: runner requests by command (seconds waited for replies, summed
+            # over threads), the machine's CPU busy share over the run (saturated CPUs vs a slow
+            # step), and the harness threads' Python stacks.
+            "runner_requests": gpuworker.request_stats(reset=True),
+            "cpu_busy_share": _busy_share(cpu0, cpu1),
+            "stack_samples": sampler.report(30).splitlines(),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
                          "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
                         for (t, v, _), r in zip(items, res)]}
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat; None where there is none."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = f[3] + (f[4] if len(f) > 4 else 0)  # idle + iowait
+    return sum(f) - idle, sum(f)
+
+
+def _busy_share(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
+    """Share of the machine's CPU time that was busy between two `_cpu_times` readings."""
+    if a is None or b is None or b[1] <= a[1]:
+        return None
+    return round((b[0] - a[0]) / (b[1] - a[1]), 4)
 
 
 _BINDING = r'''
@@ -205,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['per_minute']:.0f} candidates/min ({r['candidates']} in {r['wall_s']:.1f} s; one-off task "
                   f"preparation {r['prepare_s']:.1f} s, perf-size references made ahead: "
                   f"{r['perf_references_prepared']}; with it {r['per_minute_with_prepare']:.0f}/min) "
-                  f"{r['status_counts']}", flush=True)
+                  f"{r['status_counts']}; CPUs busy {r['cpu_busy_share']}", flush=True)
             save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)
