@@ -5,7 +5,7 @@
 # then ONE harness per split evaluates every model's samples (tasks prepared once; no timing
 # overlaps sampling). Checkpoints go to $MODELS (default runs/models, git-ignored; it stays on
 # the device machine between calls while the machine is warm, so TRAIN=0 reuses them).
-#   BUDGET_S=140 EPOCHS=1 EVAL_TASKS=48 SPLITS="test infamily seen" bash benchmarks/gpu_sft.sh
+#   BUDGET_S=140 EPOCHS=1 EVAL_TASKS=48 SPLITS="test infamily seen" TEMP=0.8 bash benchmarks/gpu_sft.sh
 # The device returns at most 8 files of at most 16 MiB each (64 MiB in all), so $OUT gets
 # sft_results.tar.gz (logs, train_log.json, samples, eval parquet and summaries of every model)
 # and each model in $PACK as model_<size>.tar.part-aa, -ab, ... (14 MiB pieces; restore with
@@ -22,6 +22,7 @@ TRAIN=${TRAIN:-1}
 SPLITS=${SPLITS-test infamily seen}  # "" = no evaluation
 EVAL_TASKS=${EVAL_TASKS:-48}
 MAX_NEW=${MAX_NEW:-1024}
+TEMP=${TEMP:-0.8}      # sampling temperature of the evaluation (0 = greedy)
 SAMPLE_S=${SAMPLE_S:-140}
 EVAL_S=${EVAL_S:-100}
 PACK=${PACK-S M}  # "" = no checkpoint returned
@@ -39,7 +40,7 @@ fi
 if [ -n "$SPLITS" ]; then
   for s in $SIZES; do for sp in $SPLITS; do
     timeout -s ABRT "$SAMPLE_S" python3 -X faulthandler benchmarks/sft_gpu.py sample --size "$s" --models "$MODELS" \
-      --split "$sp" --eval-tasks "$EVAL_TASKS" --max-new-tokens "$MAX_NEW" > "$MODELS/sample_${s}_$sp.log" 2>&1 &
+      --split "$sp" --eval-tasks "$EVAL_TASKS" --max-new-tokens "$MAX_NEW" --temperature "$TEMP" > "$MODELS/sample_${s}_$sp.log" 2>&1 &
   done; done
   wait
   grep -h "sft_gpu" "$MODELS"/sample_*.log | cut -c1-200
@@ -52,7 +53,7 @@ if [ -n "$SPLITS" ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$MODELS/gpu.txt" 2>&1
 python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'trl', trl.__version__)" >> "$MODELS/gpu.txt" 2>&1
-echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES REFINE=$REFINE SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW bash benchmarks/gpu_sft.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$MODELS/gpu.txt"
+echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES REFINE=$REFINE SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW TEMP=$TEMP bash benchmarks/gpu_sft.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$MODELS/gpu.txt"
 (cd "$MODELS" && tar czf "$OUT/sft_results.tar.gz" --exclude='*.safetensors' --exclude='tokenizer.json' .)
 for s in $PACK; do
   [ -d "$MODELS/sft-$s" ] && tar cf - -C "$MODELS" --exclude='samples_*' --exclude='eval*' "sft-$s" | split -b 14M - "$OUT/model_$s.tar.part-"
