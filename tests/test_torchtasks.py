@@ -287,6 +287,26 @@ def test_run_pool_hard_limit_abandons_running_tasks_and_kills_their_process(tmp_
         raise AssertionError(f"the hung worker {pid} still runs")
 
 
+def _fake_verify_cannot_exit(tid: str) -> dict:
+    # A non-daemon thread that never ends: the worker finishes its task but hangs in its exit
+    # (what a torch.compile worker did on the H200 in session 13).
+    import threading
+
+    threading.Thread(target=time.sleep, args=(3600,), daemon=False).start()
+    return _fake_verify(tid)
+
+
+def test_run_pool_returns_when_a_finished_worker_cannot_exit(tmp_path, monkeypatch):
+    from cudaperf.torchtasks import verify
+
+    monkeypatch.setattr(verify, "EXIT_GRACE_S", 2.0)
+    out = tmp_path / "rows.jsonl"
+    t0 = time.monotonic()
+    assert verify.run_pool(["a", "b"], _fake_verify_cannot_exit, out, procs=2, log=lambda m: None) == 2
+    assert time.monotonic() - t0 < 45, "a clean run waited on workers that cannot exit"
+    assert verify.done_ids(out) == {"a", "b"}
+
+
 def _hold(args):
     from pathlib import Path
 

@@ -382,10 +382,33 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
         clean = True
     finally:
         if clean:
-            ex.shutdown(wait=True, cancel_futures=True)
+            shutdown_bounded(ex, EXIT_GRACE_S)
         else:  # interrupted: no orphan may keep working on the GPU
             kill(ex)
     return n
+
+
+# Seconds idle workers get to exit after a clean run. Session 13 on the H200: every task had
+# finished and its row was written, yet `shutdown(wait=True)` never returned (a worker hung in its
+# exit, after torch.compile) until the call's outer limit interrupted it.
+EXIT_GRACE_S = 20.0
+
+
+def shutdown_bounded(ex: ProcessPoolExecutor, grace_s: float) -> list[int]:
+    """Shut the pool down, giving its workers `grace_s` seconds to exit; the ones still alive
+    then are killed (their tasks are done: nothing is lost). Returns the pids killed."""
+    procs = list((getattr(ex, "_processes", None) or {}).values())
+    ex.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + grace_s
+    killed = []
+    for p in procs:
+        p.join(timeout=max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            with contextlib.suppress(Exception):
+                p.kill()
+                p.join(timeout=5)
+            killed.append(p.pid)
+    return killed
 
 
 def main(argv: list[str] | None = None) -> int:
