@@ -19,6 +19,11 @@ if [ ! -f "data/ceilings/$SLUG.json" ]; then
   python3 -m cudaperf.ceilings --out "$OUT" 2>&1 | tail -2 && cp "$OUT/$SLUG.json" data/ceilings/
 fi
 export CUDAPERF_ADV_LOG=$OUT/adversarial_$SLUG.jsonl
+# The bench's 80 tasks' perf-size references (every seed) are made ahead only when they fit in
+# half the reference memory cache; the default (a quarter of RAM, at most 32 GB) is too small
+# for them on the H200 machine: 188/min with 64 GB (session 11) against 159/min without
+# (session 13, the same 240 candidates), the references then made while candidates wait.
+export CUDAPERF_REF_MEMORY_GB=${CUDAPERF_REF_MEMORY_GB:-64}
 # One pytest per part, each with its own limit (the torch load_inline test alone builds two
 # extensions, minutes), so a slow part cannot starve the others of their log. SIGINT at the
 # limit: pytest still prints what failed so far (SIGTERM loses it all).

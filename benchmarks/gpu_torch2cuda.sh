@@ -6,6 +6,8 @@
 # for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. Copy $OUT/torch2cuda_<gpu>.jsonl to
 # data/measurements/ and the logs to data/bench/.
 #   BUDGET_S=520 PROCS=12 TEST_S=120 KB_S=0 bash benchmarks/gpu_torch2cuda.sh
+#   KB_WORKERS / KB_CHUNK: the self-check's runner threads and problems per round; it resumes from the committed
+#   data/bench/kernelbench_selfcheck_<gpu>.jsonl (copy $OUT's file back there).
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 END=$(( SECONDS + ${BUDGET_S:-520} ))
@@ -29,9 +31,11 @@ else
   echo "== verify skipped: ${LEFT}s left for it"
 fi
 if [ "$KB" -gt 0 ] && [ -f .prebuilt/kernelbench_l1_l3.jsonl ]; then
+  # resume from the committed rows: the self-check skips the problems already there
+  cp "data/bench/kernelbench_selfcheck_$SLUG.jsonl" "$OUT/kernelbench_selfcheck_$SLUG.jsonl" 2>/dev/null || true
   timeout -s INT "$KB" python3 benchmarks/kernelbench_selfcheck.py --source .prebuilt/kernelbench_l1_l3.jsonl \
     --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --max-seconds $(( KB - 40 )) \
-    --workers-per-gpu "${KB_WORKERS:-8}" > "$OUT/kb_selfcheck.log" 2>&1
+    --workers-per-gpu "${KB_WORKERS:-8}" --chunk "${KB_CHUNK:-4}" > "$OUT/kb_selfcheck.log" 2>&1
   echo "== KernelBench self-check"; grep -v "it/s\]" "$OUT/kb_selfcheck.log" | tail -12 | cut -c1-300
 fi
 python3 - "$ROWS" <<'EOF'

@@ -23,6 +23,7 @@ import ast
 import collections
 import json
 import re
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -339,3 +340,21 @@ def modelnew_source_ok(src: str, max_chars: int = 200_000) -> ModelNewCheck:
             seen.add(p)
             uniq.append(p)
     return ModelNewCheck(not uniq, uniq, info)
+
+
+def selfcheck_summary(rows: list[dict]) -> dict:
+    """Issue 5's evidence from `benchmarks/kernelbench_selfcheck.py` rows: each problem's own Model
+    submitted as ModelNew must be correct with speedup near 1 (0.8-1.25 counted), and the all-zeros
+    ModelNew must be rejected on every problem."""
+    ref = [r for r in rows if r["candidate"] == "reference"]
+    zer = [r for r in rows if r["candidate"] == "zeros"]
+    sp = [r["speedup"] for r in ref if r["status"] == "correct" and r["speedup"]]
+    return {
+        "problems": len({r["task_id"] for r in rows}),
+        "reference_correct": sum(r["status"] == "correct" for r in ref), "reference_total": len(ref),
+        "reference_speedup_median": statistics.median(sp) if sp else None,
+        "reference_speedup_within_0.8_1.25": sum(0.8 <= s <= 1.25 for s in sp),
+        "zeros_rejected": sum(r["status"] != "correct" for r in zer), "zeros_total": len(zer),
+        "not_correct_reference": [(r["task_id"], r["status"], r["message"][:120]) for r in ref
+                                  if r["status"] != "correct"][:20],
+    }

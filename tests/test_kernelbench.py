@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from cudaperf import kernelbench
 from cudaperf.kernelbench import Problem, convert_all, load_problems, modelnew_source_ok, problem_to_task
 
 KB = Path("/work/shared/data/kernelbench/kernelbench_l1_l3.jsonl")
@@ -174,3 +175,17 @@ def test_modelnew_adversarial_sources_are_flagged(mutate, why):
 
 def test_modelnew_oversized_source():
     assert not modelnew_source_ok(GOOD + "#" * 300_000).ok
+
+
+def test_selfcheck_summary_counts_references_near_one_and_zeros_rejected():
+    rows = [{"task_id": "p1", "candidate": "reference", "status": "correct", "speedup": 0.99, "message": "ok"},
+            {"task_id": "p1", "candidate": "zeros", "status": "wrong", "speedup": None, "message": "wrong"},
+            {"task_id": "p2", "candidate": "reference", "status": "correct", "speedup": 1.6, "message": "ok"},
+            {"task_id": "p2", "candidate": "zeros", "status": "correct", "speedup": 1.0, "message": "fooled"},
+            {"task_id": "p3", "candidate": "reference", "status": "wrong", "speedup": None, "message": "mismatch"}]
+    s = kernelbench.selfcheck_summary(rows)
+    assert (s["problems"], s["reference_correct"], s["reference_total"]) == (3, 2, 3)
+    assert s["reference_speedup_within_0.8_1.25"] == 1 and s["reference_speedup_median"] == pytest.approx(1.295)
+    assert (s["zeros_rejected"], s["zeros_total"]) == (1, 2)
+    assert s["not_correct_reference"] == [("p3", "wrong", "mismatch")]
+
