@@ -93,7 +93,10 @@ def main(argv: list[str] | None = None) -> int:
                         "speedup": r.speedup, "runtime_ms": r.runtime_ms, "cv": r.cv, "eager_ms": r.eager_ms,
                         "baseline_ms": r.baseline_ms, "flags": r.flags, "message": r.message[:300],
                         "prepare_error": errors.get(t.task_id), "gpu": r.gpu,
-                        "failure": (r.failures[0] if r.failures else None)}, default=str) + "\n")
+                        "failure": (r.failures[0] if r.failures else None),
+                        # seconds per stage (build, checks, timing, the eager baseline's worker):
+                        # session 13 measured ~100 s per candidate without saying where
+                        "timings": r.timings}, default=str) + "\n")
             slowest = max(slowest, time.monotonic() - t0)
             print(f"{i + len(chunk)}/{len(todo)} problems, {time.monotonic() - start:.0f} s", flush=True)
     finally:
