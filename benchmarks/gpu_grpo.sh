@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Mini-profile GRPO on the H200 in ONE device call: a fresh machine keeps nothing from an earlier
+# call (session 12 lost its checkpoints that way), so the M policy's SFT start is trained here
+# first (SFT_S seconds), then `grpo_gpu.py train` runs from it for GRPO_S seconds (checkpointing
+# at the end), then, with EVAL_TASKS > 0, `grpo_gpu.py eval` compares the SFT start and the GRPO
+# policy on the held-out split (EVAL_S seconds). Carry .whl (trl, datasets, tree-sitter, lightgbm).
+#   RUN=mini-M-both ABLATION=both SFT_S=200 GRPO_S=270 EVAL_TASKS=32 EVAL_S=90 bash benchmarks/gpu_grpo.sh
+# To continue a run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
+# $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
+# logs; unpack it into data/grpo/.
+set -uo pipefail
+source "$(dirname "$0")/gpu_env.sh"
+RUN=${RUN:-mini-M-both}
+ABLATION=${ABLATION:-both}
+SFT_S=${SFT_S:-200}
+GRPO_S=${GRPO_S:-270}
+STEPS=${STEPS:-0}           # total steps of the run (0: the profile's)
+EVAL_TASKS=${EVAL_TASKS:-0}
+EVAL_S=${EVAL_S:-90}
+if [ "$SFT_S" -gt 0 ]; then
+  timeout -s ABRT $(( SFT_S + 60 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size M \
+    --budget-s "$SFT_S" --epochs 2 --models runs/models > "$OUT/sft_M.log" 2>&1
+  echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -4 | cut -c1-300
+fi
+# The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
+timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.py train --run "$RUN" \
+  --ablation "$ABLATION" --start runs/models/sft-M --budget-s "$GRPO_S" \
+  $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) > "$OUT/grpo_train.log" 2>&1
+echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
+if [ "$EVAL_TASKS" -gt 0 ]; then
+  timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
+    --eval-tasks "$EVAL_TASKS" > "$OUT/grpo_eval.log" 2>&1
+  echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
+fi
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S GRPO_S=$GRPO_S STEPS=$STEPS EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+[ -d "data/grpo/$RUN" ] && tar czf "$OUT/grpo_$RUN.tar.gz" -C data/grpo "$RUN"
+ls -la "$OUT"
