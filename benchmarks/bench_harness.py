@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from cudaperf import envinfo, gpuworker, noise  # noqa: E402
 from cudaperf.config import get_profile  # noqa: E402
 from cudaperf.harness import Harness  # noqa: E402
+from cudaperf.cpuacct import ProcCpu  # noqa: E402
 from cudaperf.stacksample import StackSampler  # noqa: E402
 from cudaperf.tasks import Task, load_tasks  # noqa: E402
 
@@ -76,7 +77,7 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     gpuworker.request_stats(reset=True)
     cpu0 = _cpu_times()
     t0 = time.perf_counter()
-    with StackSampler() as sampler:
+    with StackSampler() as sampler, ProcCpu() as proc_cpu:
         res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
     wall = time.perf_counter() - t0
     cpu1 = _cpu_times()
@@ -101,6 +102,10 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             # step), and the harness threads' Python stacks.
             "runner_requests": gpuworker.request_stats(reset=True),
             "cpu_busy_share": _busy_share(cpu0, cpu1),
+            # CPU seconds per command name (nvcc's cicc/cudafe++/ptxas/cc1plus, the runners, the
+            # references, this Python process) over the run: which work fills the cores.
+            "cpu_seconds_by_command": proc_cpu.by_command(),
+            "cpu_seconds_rusage": proc_cpu.self_and_children(),
             "stack_samples": sampler.report(30).splitlines(),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
                          "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
