@@ -32,6 +32,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import shutil
 import time
@@ -42,6 +43,8 @@ from typing import Any, Sequence
 from cudaperf.config import _f, settings_for_profile
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
 from cudaperf.tasks import Task
+
+logger = logging.getLogger(__name__)
 
 ABLATIONS = ("both", "ver_only", "str_only")
 
@@ -299,7 +302,9 @@ def load_start_policy(s: GRPOSettings, tasks: Sequence[Task], root: str | Path =
     from cudaperf import policy
 
     start = Path(root, s.start_from) if s.start_from else None
-    if start is not None and (start / "config.json").is_file():
+    # data/models/sft-M is committed with its config and evaluation but without weights (they are
+    # not versioned): such a folder is no checkpoint, and loading it must not be attempted.
+    if start is not None and policy.has_weights(start):
         model, tok = policy.load_policy(str(start), s.quantize_4bit,
                                         dict(policy.LORA_DEFAULTS) if s.lora else None,
                                         dtype="float32" if not s.quantize_4bit else "bfloat16",
@@ -314,6 +319,9 @@ def load_start_policy(s: GRPOSettings, tasks: Sequence[Task], root: str | Path =
     model = policy.build_model(s.model_size, tok, max_length=s.max_prompt_tokens + s.max_new_tokens,
                                seed=s.seed)
     src = f"fresh {s.model_size}"
+    if start is not None and start.is_dir():
+        src += f" ({s.start_from} holds no weights)"
+        logger.warning("GRPO start %s holds no weights: starting from a fresh %s model", start, s.model_size)
     if s.warm_start_steps > 0:
         n_ex, steps, loss = warm_start(model, tok, tasks, s, Path(work_dir or "runs/grpo") / "warm_start")
         src += f" + {steps} SFT steps on {n_ex} variants (loss {loss:.3f})"

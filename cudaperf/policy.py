@@ -189,6 +189,15 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 8192, min_frequency:
     return fast
 
 
+def has_weights(path: str | Path) -> bool:
+    """Whether a local folder is a loadable checkpoint: a config and weight files (a folder with
+    only the config and evaluation files, as data/models/sft-* is committed, is not)."""
+    p = Path(path)
+    return (p / "config.json").is_file() and any(
+        (p / n).is_file() for n in ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
+                                    "pytorch_model.bin.index.json", "adapter_model.safetensors"))
+
+
 def load_tokenizer(path: str | Path):
     from transformers import AutoTokenizer
 
@@ -830,7 +839,7 @@ def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
+__all__ = ["CHAT_TEMPLATE", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
            "eval_summary", "extract_codes", "filter_by_length", "get_tokenizer", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",

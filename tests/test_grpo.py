@@ -278,3 +278,24 @@ def test_two_rank_grpo_updates_the_weights_on_every_rank(tmp_path):
     ranks = summary["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1] and {r["steps"] for r in ranks} == {2}
     assert ranks[0]["max_weight_change"] == pytest.approx(ranks[1]["max_weight_change"])
+
+
+def test_a_start_folder_without_weights_is_not_loaded(tmp_path):
+    """data/models/sft-M is committed with config and evaluation files only: GRPO must not try to
+    load it (session 13: OSError 'no file named model.safetensors'), and must say it started fresh."""
+    from cudaperf import grpo, policy
+    from cudaperf.devtasks import dev_tasks
+
+    d = tmp_path / "data/models/sft-M"
+    d.mkdir(parents=True)
+    (d / "config.json").write_text("{}")
+    (d / "eval_summary.json").write_text("{}")
+    assert not policy.has_weights(d)
+    s = grpo.GRPOSettings.for_profile("smoke", model_size="tiny", start_from="data/models/sft-M",
+                                      warm_start_steps=0)
+    model, tok, src = grpo.load_start_policy(s, dev_tasks(), root=tmp_path)
+    assert src.startswith("fresh tiny") and "holds no weights" in src
+    policy.save_policy(model, tok, d)
+    assert policy.has_weights(d)
+    _, _, src2 = grpo.load_start_policy(s, dev_tasks(), root=tmp_path)
+    assert src2 == str(d)
