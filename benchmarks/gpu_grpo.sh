@@ -15,6 +15,7 @@ ABLATION=${ABLATION:-both}
 SFT_S=${SFT_S:-200}
 GRPO_S=${GRPO_S:-270}
 STEPS=${STEPS:-0}           # total steps of the run (0: the profile's)
+GRPO_ARGS=${GRPO_ARGS:-}   # more `grpo_gpu.py train` options, e.g. "--turns 1 --tasks-per-step 8"
 EVAL_TASKS=${EVAL_TASKS:-0}
 EVAL_S=${EVAL_S:-90}
 if [ "$SFT_S" -gt 0 ]; then
@@ -25,7 +26,7 @@ fi
 # The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
 timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.py train --run "$RUN" \
   --ablation "$ABLATION" --start runs/models/sft-M --budget-s "$GRPO_S" \
-  $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) > "$OUT/grpo_train.log" 2>&1
+  $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
 if [ "$EVAL_TASKS" -gt 0 ]; then
   timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
@@ -33,6 +34,6 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S GRPO_S=$GRPO_S STEPS=$STEPS EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 [ -d "data/grpo/$RUN" ] && tar czf "$OUT/grpo_$RUN.tar.gz" -C data/grpo "$RUN"
 ls -la "$OUT"

@@ -71,6 +71,11 @@ def train(args) -> None:
         over["steps"] = args.steps
     if args.turns:
         over["turns"] = args.turns
+    # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
+    # in the run's settings.json, which records every setting used.
+    for name in ("tasks_per_step", "group_size", "max_new_tokens"):
+        if getattr(args, name):
+            over[name] = getattr(args, name)
     if args.start:
         over["start_from"] = args.start
     s = grpo.GRPOSettings.for_profile("mini", **over)
@@ -165,6 +170,9 @@ def main(argv=None) -> None:
     t.add_argument("--steps", type=int, default=0, help="total steps of the run (0 = profile)")
     t.add_argument("--turns", type=int, default=0, help="turns per chain (0 = profile)")
     t.add_argument("--budget-s", type=float, default=480.0)
+    t.add_argument("--tasks-per-step", type=int, default=0, help="tasks per step (0 = profile: 16)")
+    t.add_argument("--group-size", type=int, default=0, help="attempts per task per step (0 = profile: 8)")
+    t.add_argument("--max-new-tokens", type=int, default=0, help="longest attempt (0 = profile: 1024)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
                    "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")
