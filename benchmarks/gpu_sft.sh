@@ -17,6 +17,7 @@ BUDGET_S=${BUDGET_S:-140}
 EPOCHS=${EPOCHS:-1}
 RENAMES=${RENAMES:--1}   # renamed copies of each train task in SFT (-1: the mini profile's sft_renames)
 REFINE=${REFINE:--1}     # refinement transcripts in SFT: 1 / 0 (-1: the mini profile's sft_refine)
+COPIES=${COPIES:--1}     # identity-copy records per train task (policy.copy_examples; -1: the profile's)
 SIZES=${SIZES:-S M L}
 TRAIN=${TRAIN:-1}
 SPLITS=${SPLITS-test infamily seen}  # "" = no evaluation
@@ -32,7 +33,7 @@ if [ "$TRAIN" = 1 ]; then
   for s in $SIZES; do
     # SIGABRT at the hard limit makes faulthandler print every thread's stack.
     timeout -s ABRT $(( BUDGET_S + 60 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size "$s" \
-      --budget-s "$BUDGET_S" --epochs "$EPOCHS" --renames "$RENAMES" --refine "$REFINE" --models "$MODELS" > "$MODELS/sft_$s.log" 2>&1 &
+      --budget-s "$BUDGET_S" --epochs "$EPOCHS" --renames "$RENAMES" --refine "$REFINE" --copies "$COPIES" --models "$MODELS" > "$MODELS/sft_$s.log" 2>&1 &
   done
   wait
   for s in $SIZES; do echo "== train $s"; grep "sft_gpu\|eval_[a-z]*_*loss" "$MODELS/sft_$s.log" | tail -5 | cut -c1-300; done
@@ -53,7 +54,7 @@ if [ -n "$SPLITS" ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$MODELS/gpu.txt" 2>&1
 python3 -c "import torch, transformers, trl; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'transformers', transformers.__version__, 'trl', trl.__version__)" >> "$MODELS/gpu.txt" 2>&1
-echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES REFINE=$REFINE SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW TEMP=$TEMP bash benchmarks/gpu_sft.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$MODELS/gpu.txt"
+echo "BUDGET_S=$BUDGET_S EPOCHS=$EPOCHS RENAMES=$RENAMES REFINE=$REFINE COPIES=$COPIES SIZES=$SIZES SPLITS=$SPLITS EVAL_TASKS=$EVAL_TASKS MAX_NEW=$MAX_NEW TEMP=$TEMP bash benchmarks/gpu_sft.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$MODELS/gpu.txt"
 (cd "$MODELS" && tar czf "$OUT/sft_results.tar.gz" --exclude='*.safetensors' --exclude='tokenizer.json' .)
 for s in $PACK; do
   [ -d "$MODELS/sft-$s" ] && tar cf - -C "$MODELS" --exclude='samples_*' --exclude='eval*' "sft-$s" | split -b 14M - "$OUT/model_$s.tar.part-"

@@ -75,6 +75,7 @@ def train(args) -> None:
                                           sft_epochs=args.epochs, batch_size=args.batch_size,
                                           learning_rate=args.lr, seed=args.seed,
                                           **({"sft_renames": args.renames} if args.renames >= 0 else {}),
+                                          **({"sft_copies": args.copies} if args.copies >= 0 else {}),
                                           **({"sft_refine": bool(args.refine)} if args.refine >= 0 else {}))
     out = _model_dir(args, size)
     # Samples and evaluations of an earlier model in this folder would be taken for this one's.
@@ -91,6 +92,8 @@ def train(args) -> None:
     val_tasks = policy.stratified([t for t in tasks if t.split == "val"], args.val_tasks, cfg.seed)
     t0 = time.perf_counter()
     ex = policy.sft_examples(train_tasks, meas, refine=cfg.sft_refine, renames=cfg.sft_renames, seed=cfg.seed)
+    if cfg.sft_copies:
+        ex += policy.copy_examples(train_tasks, cfg.sft_copies, seed=cfg.seed)
     ex, dropped = policy.filter_by_length(ex, tok, cfg.max_length)
     vex, vdropped = policy.filter_by_length(policy.sft_examples(val_tasks, meas, refine=cfg.sft_refine),
                                             tok, cfg.max_length)
@@ -283,6 +286,8 @@ def main(argv=None) -> None:
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
                     "(policy.renamed; -1 = the mini profile's sft_renames)")
+    ap.add_argument("--copies", type=int, default=-1, help="identity-copy records per train task "
+                    "(policy.copy_examples; -1 = the mini profile's sft_copies)")
     ap.add_argument("--cache", default="dynamic", choices=["dynamic", "static"],
                     help="KV cache for sampling (policy.generation_kwargs); the sample log gives the seconds")
     ap.add_argument("--refine", type=int, default=-1, choices=[-1, 0, 1],

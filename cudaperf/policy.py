@@ -86,6 +86,8 @@ class PolicyConfig:
     sft_refine: bool = _f(True, "Add refinement transcripts (attempt -> feedback -> other variant) to SFT.")
     sft_renames: int = _f(0, "Renamed copies of each train task in SFT (entry point, the kernels named after it and "
                              "the parameters renamed at random), so the policy learns to take names from the prompt.")
+    sft_copies: int = _f(0, "Copy records per train task in SFT (`copy_examples`): a renamed program shown in the "
+                            "prompt and repeated verbatim, to teach in-context copying of names (0 = none).")
     sft_max_examples: int = _f(0, "Use at most this many SFT examples (0 = all).")
     sft_epochs: float = _f(3.0, "Passes over the SFT data (max_steps, if set, wins).")
     sft_max_steps: int = _f(-1, "Optimiser steps (-1: from sft_epochs).")
@@ -385,6 +387,29 @@ def sft_examples(tasks: Iterable[Task], measurements: dict[tuple[str, str], dict
             res = known_result(t, slow.source, meas.get(slow.name))
             msgs = prompts.refine_prompt(t, slow.source, res)
             out.append(_record(t, msgs, fast.source, "refine", fast.name, slow.name))
+    return out
+
+
+COPY_PROMPT = "Repeat this CUDA program exactly, character for character."
+
+
+def copy_examples(tasks: Iterable[Task], copies: int = 1, seed: int = 0) -> list[dict[str, Any]]:
+    """Identity-copy SFT records (kind "copy"): the prompt shows a variant of a task renamed at
+    random (`renamed`: entry point, the kernels named after it, every parameter), the answer
+    repeats it verbatim. Why: the SFT policies of sessions 8-13 never took the task's names from
+    the prompt (entry point named in 0-2 of 240 held-out samples); copying from the context is a
+    skill small models learn quickly when every answer token can be copied, and the translation
+    records need exactly that skill for names and loop bodies. Each copy picks one variant of the
+    task at random; the chat layout is the translation records' (system prompt, user, assistant)."""
+    rng = random.Random(seed)
+    out: list[dict[str, Any]] = []
+    for t in tasks:
+        for _ in range(copies):
+            r = renamed(t, random_entry_name(rng, t), random_param_names(rng, t))
+            v = rng.choice(r.variants)
+            msgs = [{"role": "system", "content": prompts.SYSTEM_PROMPT},
+                    {"role": "user", "content": f"{COPY_PROMPT}\n```cuda\n{v.source.strip()}\n```"}]
+            out.append(_record(t, msgs, v.source, "copy", v.name, ""))
     return out
 
 
@@ -839,7 +864,7 @@ def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
+__all__ = ["CHAT_TEMPLATE", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
            "eval_summary", "extract_codes", "filter_by_length", "get_tokenizer", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",

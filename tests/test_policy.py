@@ -557,3 +557,22 @@ def test_sft_then_greedy_sampling_reproduces_the_trained_programs(tok, tmp_path)
         assert policy.signature_match(code, t) == "exact"
         if shutil.which("nvcc"):
             assert compile_candidate(code, arch="sm_90", cache_dir=str(tmp_path / "cc")).ok
+
+
+def test_copy_records_show_a_renamed_program_and_answer_it_verbatim():
+    recs = policy.copy_examples(TASKS[:3], copies=2, seed=5)
+    assert len(recs) == 6 and {r["kind"] for r in recs} == {"copy"}
+    names = set()
+    for r in recs:
+        t = next(t for t in TASKS if t.task_id == r["task_id"])
+        user = r["prompt"][-1]["content"]
+        code = extract_code(r["completion"][0]["content"]).strip()
+        assert user.startswith(policy.COPY_PROMPT) and f"```cuda\n{code}\n```" in user
+        assert r["prompt"][0]["content"] == prompts.SYSTEM_PROMPT
+        # renamed: the task's own entry point is gone, a fresh one is defined
+        assert not re.search(rf"\b{re.escape(t.entry)}\b", code)
+        m = re.search(r'extern "C" void (\w+)\(', code)
+        assert m and m.group(1) != t.entry
+        names.add(m.group(1))
+    assert len(names) == 6, "every copy gets its own names"
+    assert policy.copy_examples(TASKS[:3], copies=2, seed=5) == recs  # seeded
