@@ -399,3 +399,50 @@ def test_run_pool_survives_a_dying_worker(tmp_path):
             assert "BrokenProcessPool" in r["error"] or "pool broke" in r["error"], r
     assert {"f", "g", "h"} <= done_ids(out), "tasks after the death ran in a fresh pool"
     assert any("fresh pool" in m for m in logs)
+
+
+def test_rep_plan_keeps_fast_functions_and_bounds_slow_ones():
+    from cudaperf.torchtasks.verify import rep_plan
+
+    assert rep_plan(0.2, 2, 20, budget_ms=2000) == (2, 20)     # fast: as asked
+    assert rep_plan(100.0, 2, 20, budget_ms=2000) == (0, 20)   # 20 fit exactly: no warm-up left
+    assert rep_plan(150.0, 2, 20, budget_ms=2000) == (0, 13)   # as many as fit
+    assert rep_plan(1358.0, 2, 20, budget_ms=2000) == (0, 5)   # never fewer than 5
+    assert rep_plan(50.0, 2, 3, budget_ms=2000, min_reps=5) == (2, 3)  # nor more than asked
+    assert rep_plan(0.0, 0, 20) == (0, 20)
+
+
+def test_cuda_time_ms_times_fewer_repetitions_of_a_slow_function(monkeypatch):
+    """cuda_time_ms's bookkeeping on the CPU: CUDA events replaced by the host clock."""
+    import torch
+
+    from cudaperf.torchtasks import verify
+
+    class HostEvent:
+        def __init__(self, enable_timing=True):
+            self.t = None
+
+        def record(self):
+            self.t = time.perf_counter()
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, other):
+            return (other.t - self.t) * 1e3
+
+    monkeypatch.setattr(torch.cuda, "Event", HostEvent)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.03)
+
+    med, cv = verify.cuda_time_ms(slow, warmup=3, reps=20, budget_ms=200)
+    # ~30 ms a call: two timed warm-up calls (the first looked slow), then 200 // 30 = 6
+    # repetitions (5, the minimum, when a loaded machine stretches the sleeps), no more warm-up
+    assert len(calls) in (2 + 5, 2 + 6) and 25 <= med <= 80, (len(calls), med)
+    calls.clear()
+    verify.cuda_time_ms(lambda: calls.append(1), warmup=3, reps=20, budget_ms=200)
+    assert len(calls) == 3 + 20  # fast: as asked

@@ -85,16 +85,35 @@ class _NoLock:
 _NO_LOCK = _NoLock()
 
 
-def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: Any = None) -> tuple[float, float]:
-    """(median ms, coefficient of variation) of `fn` over `reps` CUDA-event timed calls; `flush`
-    (a device tensor) is zeroed before each repetition, outside the timed region, to evict the L2."""
+# Timing budget per timed function (ms of GPU time, warm-up included). A few naive variants run
+# over a second a call (fused linear-reduce naive: 1,358 ms); 3 + 20 calls of those held the
+# exclusive GPU lock for half a minute, and the 10 slowest of 362 tasks were 59 % of all timed
+# GPU time (session 13). Slow kernels vary little between calls, so fewer repetitions lose little.
+TIME_BUDGET_MS = 2000.0
+MIN_REPS = 5
+
+
+def rep_plan(est_ms: float, warmup: int, reps: int, budget_ms: float = TIME_BUDGET_MS,
+             min_reps: int = MIN_REPS) -> tuple[int, int]:
+    """(warm-up calls, timed repetitions) for a function whose call takes about `est_ms`: as asked
+    (`warmup` more warm-up calls, `reps` repetitions) when that fits in `budget_ms`, else as many
+    repetitions as fit but never fewer than `min_reps` (nor more than asked), and warm-up calls
+    only in what is left of the budget."""
+    fit = int(budget_ms // max(float(est_ms), 1e-6))
+    n_reps = max(min(reps, min_reps), min(reps, fit))
+    n_warm = max(0, min(warmup, fit - n_reps))
+    return n_warm, n_reps
+
+
+def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: Any = None,
+                 budget_ms: float = TIME_BUDGET_MS) -> tuple[float, float]:
+    """(median ms, coefficient of variation) of `fn` over up to `reps` CUDA-event timed calls
+    (`rep_plan`: fewer for a function so slow that `reps` of them exceed `budget_ms`); `flush` (a
+    device tensor) is zeroed before each repetition, outside the timed region, to evict the L2.
+    The first warm-up call is timed to plan the rest (and a second one when the first looks slow)."""
     import torch
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
+    def timed() -> float:
         if flush is not None:
             flush.zero_()
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -102,7 +121,19 @@ def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: 
         fn()
         b.record()
         b.synchronize()
-        times.append(a.elapsed_time(b))
+        return a.elapsed_time(b)
+
+    n_warm, n_reps = 0, reps
+    if warmup > 0:
+        est, done = timed(), 1
+        if warmup > 1 and budget_ms // max(est, 1e-6) < reps:
+            # looks slow: a first call can carry one-off costs (module loading, library handles)
+            est, done = min(est, timed()), 2
+        n_warm, n_reps = rep_plan(est, warmup - done, reps, budget_ms)
+    for _ in range(n_warm):
+        fn()
+    torch.cuda.synchronize()
+    times = [timed() for _ in range(n_reps)]
     med = statistics.median(times)
     cv = statistics.pstdev(times) / statistics.mean(times) if len(times) > 1 and statistics.mean(times) > 0 else 0.0
     return med, cv
@@ -192,7 +223,10 @@ def verify_task(task: Task, *, arch: str = "sm_90", seed: int = 0, reps: int = 2
     lock = _LOCK or _NO_LOCK
     row: dict[str, Any] = {"task_id": task.task_id, "family": task.family, "gpu": torch.cuda.get_device_name(),
                            "torch": torch.__version__, "variants": {}, "l2_flush_bytes": L2_FLUSH_BYTES,
-                           "tf32": False, "reference": "float64"}
+                           "tf32": False, "reference": "float64",
+                           # repetitions per timed function: `reps`, fewer (>= MIN_REPS) for one
+                           # whose call is so slow that they would not fit in the budget (rep_plan)
+                           "timing": {"reps": reps, "min_reps": MIN_REPS, "budget_ms": TIME_BUDGET_MS}}
     perf = task.perf_test
     flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.float32, device="cuda")
     cases = None  # made once per task, when the first variant compiles
