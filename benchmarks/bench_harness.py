@@ -75,12 +75,10 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     for sub in ("compile", "so"):
         shutil.rmtree(Path(cache) / sub, ignore_errors=True)
     gpuworker.request_stats(reset=True)
-    cpu0 = _cpu_times()
     t0 = time.perf_counter()
     with StackSampler() as sampler, ProcCpu() as proc_cpu:
         res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
     wall = time.perf_counter() - t0
-    cpu1 = _cpu_times()
     h.close()
     status: dict[str, int] = {}
     for r in res:
@@ -101,7 +99,7 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             # over threads), the machine's CPU busy share over the run (saturated CPUs vs a slow
             # step), and the harness threads' Python stacks.
             "runner_requests": gpuworker.request_stats(reset=True),
-            "cpu_busy_share": _busy_share(cpu0, cpu1),
+            "cpu_busy_share": proc_cpu.machine_busy_share(),
             # CPU seconds per command name (nvcc's cicc/cudafe++/ptxas/cc1plus, the runners, the
             # references, this Python process) over the run: which work fills the cores.
             "cpu_seconds_by_command": proc_cpu.by_command(),
@@ -110,23 +108,6 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
                          "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
                         for (t, v, _), r in zip(items, res)]}
-
-
-def _cpu_times() -> tuple[int, int] | None:
-    """(busy, total) jiffies of all CPUs from /proc/stat; None where there is none."""
-    try:
-        f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
-    except (OSError, ValueError, IndexError):
-        return None
-    idle = f[3] + (f[4] if len(f) > 4 else 0)  # idle + iowait
-    return sum(f) - idle, sum(f)
-
-
-def _busy_share(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
-    """Share of the machine's CPU time that was busy between two `_cpu_times` readings."""
-    if a is None or b is None or b[1] <= a[1]:
-        return None
-    return round((b[0] - a[0]) / (b[1] - a[1]), 4)
 
 
 _BINDING = r'''

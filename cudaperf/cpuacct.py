@@ -9,6 +9,8 @@ CPU went to nvcc, to the runner processes or to the harness itself. `ProcCpu` an
   and the command name (``comm``: ``cicc``, ``ptxas``, ``cc1plus``, ``python3``, ...). Processes
   already running at the start are counted from their value then, so only CPU used during the run
   is reported.
+- `machine_busy_share()` is the share of the whole machine's CPU time that was busy over the run
+  (``/proc/stat``): saturated cores or a slow step.
 - `by_command()` sums the CPU seconds per command name, largest first. A process that starts and
   ends between two polls is not seen at all; `self_and_children()` (getrusage of this process and
   of its waited-for children over the same span) gives totals that include those, so the share the
@@ -17,10 +19,12 @@ CPU went to nvcc, to the runner processes or to the harness itself. `ProcCpu` an
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
-import threading
 from pathlib import Path
+
+from cudaperf.stacksample import Periodic
 
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
@@ -58,45 +62,57 @@ def _rusage() -> tuple[float, float]:
     return s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime
 
 
-class ProcCpu:
+def _machine_cpu() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all CPUs from /proc/stat; None where there is none."""
+    try:
+        f = [int(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    except (OSError, ValueError, IndexError):
+        return None
+    idle = f[3] + (f[4] if len(f) > 4 else 0)  # idle + iowait
+    return sum(f) - idle, sum(f)
+
+
+def _busy_share(a: tuple[int, int] | None, b: tuple[int, int] | None) -> float | None:
+    """Share of the machine's CPU time that was busy between two `_machine_cpu` readings."""
+    if a is None or b is None or b[1] <= a[1]:
+        return None
+    return round((b[0] - a[0]) / (b[1] - a[1]), 4)
+
+
+class ProcCpu(Periodic):
+    thread_name = "proc-cpu"
+
     def __init__(self, interval: float = 0.25):
-        self.interval = interval
+        super().__init__(interval)
         self._start: dict[int, float] = {}
         self._last: dict[int, tuple[str, float]] = {}
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
         self._ru0 = self._ru1 = (0.0, 0.0)
+        self._machine0 = self._machine1 = None
 
     def __enter__(self) -> "ProcCpu":
-        self._ru0 = _rusage()
+        self._ru0, self._machine0 = _rusage(), _machine_cpu()
         snap = _read_all()
         self._start = {pid: cpu for pid, (_, cpu) in snap.items()}
         self._last = dict(snap)
-        self._thread = threading.Thread(target=self._loop, name="proc-cpu", daemon=True)
-        self._thread.start()
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc) -> None:  # noqa: ANN002
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self._poll()
-        self._ru1 = _rusage()
+        super().__exit__(*exc)
+        with contextlib.suppress(Exception):  # accounting must not break the run
+            self._tick()
+        self._ru1, self._machine1 = _rusage(), _machine_cpu()
 
-    def _poll(self) -> None:
-        try:
-            for pid, (comm, cpu) in _read_all().items():
-                old = self._last.get(pid)
-                if old is not None and old[0] != comm and pid in self._start:
-                    # the pid was reused by a new process (or it exec'd): count it afresh
-                    self._start.pop(pid)
-                self._last[pid] = (comm, cpu)
-        except Exception:  # noqa: BLE001 -- accounting must not break the run
-            pass
+    def _tick(self) -> None:
+        for pid, (comm, cpu) in _read_all().items():
+            old = self._last.get(pid)
+            if old is not None and old[0] != comm and pid in self._start:
+                # the pid was reused by a new process (or it exec'd): count it afresh
+                self._start.pop(pid)
+            self._last[pid] = (comm, cpu)
 
-    def _loop(self) -> None:
-        while not self._stop.wait(self.interval):
-            self._poll()
+    def machine_busy_share(self) -> float | None:
+        """Share of the whole machine's CPU time that was busy during the run (/proc/stat)."""
+        return _busy_share(self._machine0, self._machine1)
 
     def by_command(self) -> dict[str, float]:
         """CPU seconds used during the run per command name, largest first."""
@@ -112,7 +128,7 @@ class ProcCpu:
         the children's CPU the poller did not see (short-lived processes)."""
         me = self._ru1[0] - self._ru0[0]
         kids = self._ru1[1] - self._ru0[1]
-        seen = sum(v for k, v in self.by_command().items())
+        seen = sum(self.by_command().values())
         mine_seen = self._last.get(os.getpid(), ("", 0.0))[1] - self._start.get(os.getpid(), 0.0)
         return {"self_s": round(me, 2), "children_s": round(kids, 2),
                 "missed_children_s": round(max(0.0, kids - (seen - mine_seen)), 2)}

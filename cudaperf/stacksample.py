@@ -20,17 +20,20 @@ import time
 _MARKERS = (os.sep + "cudaperf" + os.sep, os.sep + "benchmarks" + os.sep)
 
 
-class StackSampler:
-    def __init__(self, interval: float = 0.05):
+class Periodic:
+    """A context manager that calls `_tick()` on a daemon thread every `interval` seconds while the
+    `with` block runs; an exception in `_tick` is swallowed (a profiler must not break the run).
+    Subclasses: `StackSampler` here, `cudaperf.cpuacct.ProcCpu`."""
+
+    thread_name = "periodic"
+
+    def __init__(self, interval: float):
         self.interval = interval
-        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
-        self.samples = 0
-        self.idle = 0  # samples of project threads blocked on a lock/event/queue (threading.py)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def __enter__(self) -> "StackSampler":
-        self._thread = threading.Thread(target=self._loop, name="stack-sampler", daemon=True)
+    def __enter__(self):  # noqa: ANN204
+        self._thread = threading.Thread(target=self._loop, name=self.thread_name, daemon=True)
         self._thread.start()
         return self
 
@@ -40,14 +43,30 @@ class StackSampler:
             self._thread.join()
 
     def _loop(self) -> None:
-        me = threading.get_ident()
         while not self._stop.wait(self.interval):
             try:
-                for tid, frame in sys._current_frames().items():
-                    if tid != me:
-                        self._count(frame)
-            except Exception:  # noqa: BLE001 -- a profiler must not break the run
+                self._tick()
+            except Exception:  # noqa: BLE001
                 pass
+
+    def _tick(self) -> None:
+        raise NotImplementedError
+
+
+class StackSampler(Periodic):
+    thread_name = "stack-sampler"
+
+    def __init__(self, interval: float = 0.05):
+        super().__init__(interval)
+        self.counts: collections.Counter[tuple[str, str]] = collections.Counter()
+        self.samples = 0
+        self.idle = 0  # samples of project threads blocked on a lock/event/queue (threading.py)
+
+    def _tick(self) -> None:
+        me = threading.get_ident()  # the sampling thread itself
+        for tid, frame in sys._current_frames().items():
+            if tid != me:
+                self._count(frame)
 
     def _count(self, frame) -> None:  # noqa: ANN001
         leaf = _where(frame)
@@ -77,4 +96,4 @@ def _where(frame) -> str:  # noqa: ANN001
     return f"{code.co_name} ({os.path.basename(code.co_filename)}:{frame.f_lineno})"
 
 
-__all__ = ["StackSampler"]
+__all__ = ["Periodic", "StackSampler"]

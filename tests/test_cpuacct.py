@@ -27,6 +27,8 @@ def test_a_busy_child_is_counted_under_its_command_and_earlier_cpu_is_not():
     assert by.get(comm, 0.0) < 5.0, "CPU used before the run was counted"
     tot = acct.self_and_children()
     assert tot["children_s"] >= 0.7 and tot["missed_children_s"] < 0.5, tot
+    share = acct.machine_busy_share()
+    assert share is not None and 0.0 < share <= 1.0  # one core spun for 0.8 s of the run
 
 
 def test_an_idle_run_reports_almost_nothing_for_this_process():
