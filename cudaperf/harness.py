@@ -178,13 +178,16 @@ class Harness:
 
         errors: dict[str, str] = {}
         jobs = [(t, x, s) for t in tasks for x in t.tests for s in range(self.cfg.check_seeds)]
+        # A task without variants (a KernelBench problem) has no naive build: its candidates'
+        # speedups are over PyTorch eager (`torchpath.trusted_eager`).
+        with_naive = [t for t in tasks if t.variants] if self.has_gpu else []
         if not self.memory_references_fit(tasks):
             jobs = [j for j in jobs if reference.disk_cached(j[0], j[1])]
         bar = None
         if progress:
             from tqdm.auto import tqdm
 
-            bar = tqdm(total=len(jobs) + (len(tasks) if self.has_gpu else 0), desc="prepare", unit="job")
+            bar = tqdm(total=len(jobs) + len(with_naive), desc="prepare", unit="job")
 
         def ref(job):
             t, x, s = job
@@ -204,8 +207,7 @@ class Harness:
                 bar.update(1)
 
         with ThreadPoolExecutor(max_workers=self.cfg.compile_jobs or os.cpu_count() or 1) as ex:
-            if self.has_gpu:
-                list(ex.map(naive, tasks))
+            list(ex.map(naive, with_naive))
             list(ex.map(ref, jobs))
         if bar is not None:
             bar.close()

@@ -191,3 +191,24 @@ def test_prepare_makes_memory_only_references_ahead_only_when_they_fit(tmp_path,
     monkeypatch.setattr(ref._MEMORY, "max_bytes", 2 * need * seeds)
     assert h.prepare([t]) == {} and len(made) == len(t.tests) * seeds
     h.close()
+
+
+def test_prepare_builds_no_naive_variant_for_a_task_without_variants(tmp_path, monkeypatch):
+    """A KernelBench problem has no variants (speedups over eager): prepare must not report its
+    missing naive build as an error, and still builds the naive variant of every other task."""
+    import dataclasses
+
+    from cudaperf.config import get_profile
+    from cudaperf.harness import Harness
+
+    t = next(t for t in dev_tasks() if t.entry == "saxpy")
+    bare = dataclasses.replace(t, task_id="kb/bare", variants=[])
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(tmp_path)}).harness, use_store=False)
+    h.gpus = [0]  # as on a GPU machine: prepare builds naive variants there
+    built = []
+    monkeypatch.setattr(Harness, "_baseline_so", lambda self, task: built.append(task.task_id) or "x.so")
+    monkeypatch.setattr(Harness, "_reference", lambda self, task, test, seed: None)
+    assert h.prepare([t, bare]) == {}
+    assert built == [t.task_id]
+    h.gpus = []
+    h.close()
