@@ -126,7 +126,7 @@ def cuda_time_ms(fn: Callable[[], Any], warmup: int = 3, reps: int = 20, flush: 
     n_warm, n_reps = 0, reps
     if warmup > 0:
         est, done = timed(), 1
-        if warmup > 1 and budget_ms // max(est, 1e-6) < reps:
+        if warmup > 1 and rep_plan(est, 0, reps, budget_ms)[1] < reps:
             # looks slow: a first call can carry one-off costs (module loading, library handles)
             est, done = min(est, timed()), 2
         n_warm, n_reps = rep_plan(est, warmup - done, reps, budget_ms)
@@ -369,14 +369,6 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
         return ProcessPoolExecutor(procs, mp_context=mp.get_context("spawn"), initializer=initializer,
                                    initargs=initargs)
 
-    def kill(ex: ProcessPoolExecutor) -> None:
-        # shutdown() alone waits for running tasks (minutes for a slow one): kill the processes
-        # first (the executor keeps them in _processes; no public handle exists)
-        for p in list((getattr(ex, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                p.kill()
-        ex.shutdown(wait=False, cancel_futures=True)
-
     ex = pool()
     running: dict[Any, str] = {}
     clean = False
@@ -415,10 +407,8 @@ def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path
                 ex = pool()
         clean = True
     finally:
-        if clean:
-            shutdown_bounded(ex, EXIT_GRACE_S)
-        else:  # interrupted: no orphan may keep working on the GPU
-            kill(ex)
+        # interrupted: no orphan may keep working on the GPU, so no grace
+        shutdown_bounded(ex, EXIT_GRACE_S if clean else 0.0)
     return n
 
 
@@ -430,7 +420,10 @@ EXIT_GRACE_S = 20.0
 
 def shutdown_bounded(ex: ProcessPoolExecutor, grace_s: float) -> list[int]:
     """Shut the pool down, giving its workers `grace_s` seconds to exit; the ones still alive
-    then are killed (their tasks are done: nothing is lost). Returns the pids killed."""
+    then are killed (after a clean run their tasks are done: nothing is lost; with 0 s, as after
+    an interruption, running tasks die with them). Returns the pids killed."""
+    # the executor keeps its processes in _processes (no public handle); take them before
+    # shutdown, which never waits here (wait=True waits for running tasks, minutes for a slow one)
     procs = list((getattr(ex, "_processes", None) or {}).values())
     ex.shutdown(wait=False, cancel_futures=True)
     deadline = time.monotonic() + grace_s
