@@ -59,3 +59,22 @@ def test_committed_rows_are_all_measured():
     o = M.overall(rows)
     assert o["tasks"] == len(rows) and o["variants"] >= 2 * o["tasks"]  # naive + optimised per task
     assert o["best_vs_eager_geomean"] is not None and o["compile_vs_eager_geomean"] is not None
+
+
+def test_repeatability_pairs_only_tasks_timed_in_both_runs():
+    first = [_row("torch2cuda/a/t1", {"naive": (True, 1.0), "fast": (True, 2.0)}, eager=1.0, comp=1.0),
+             _row("torch2cuda/a/t2", {"naive": (True, 1.0)}, eager=2.0, comp=None),
+             _row("torch2cuda/a/only_first", {"naive": (True, 9.0)})]
+    second = [_row("torch2cuda/a/t1", {"naive": (True, 1.04), "fast": (True, 2.4)}, eager=1.0, comp=1.5),
+              _row("torch2cuda/a/t2", {"naive": (True, 0.92)}, eager=2.2, comp=1.0)]
+    rep = M.repeatability(first, second).set_index("quantity")
+    cuda = rep.loc["cuda variant"]
+    assert cuda["pairs"] == 3  # only_first has no partner
+    # ratios 1.04, 1.2, 0.92 -> |log| sorted 0.039, 0.083, 0.182: median 0.083 -> 8.7 %
+    assert cuda["median_rel_dev"] == pytest.approx(math.exp(abs(math.log(0.92))) - 1)
+    assert cuda["within_5pct"] == pytest.approx(1 / 3) and cuda["within_10pct"] == pytest.approx(2 / 3)
+    assert (cuda["min_ratio"], cuda["max_ratio"]) == (pytest.approx(0.92), pytest.approx(1.2))
+    assert rep.loc["eager", "pairs"] == 2 and rep.loc["eager", "within_10pct"] == pytest.approx(0.5)
+    assert rep.loc["torch.compile", "pairs"] == 1  # t2's first run has no compile time
+    empty = M.repeatability(first, []).set_index("quantity")
+    assert (empty["pairs"] == 0).all() and empty["median_rel_dev"].isna().all()

@@ -14,6 +14,10 @@ Guarantees:
   stored ratio.
 - `family_summary(rows)` and `overall(rows)` aggregate only correct, timed variants; the
   geometric means are over tasks (a task's best correct variant), None when no task qualifies.
+- `repeatability(first, second)` compares two measurements of the same tasks (two runs of the
+  verifier): per timed quantity (CUDA variants, eager, torch.compile) the number of pairs, the
+  median relative deviation |log(t2/t1)| (as a fraction) and the shares within 5 % and 10 %.
+  Only tasks timed in both runs count; a pair with a missing or non-positive time is skipped.
 """
 from __future__ import annotations
 
@@ -120,4 +124,37 @@ def overall(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "compile_vs_eager_geomean": _geomean(tf["compile_vs_eager"].dropna())}
 
 
-__all__ = ["family_summary", "load_rows", "overall", "variant_table"]
+def repeatability(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """Run-to-run agreement of two measurements of the same tasks, one row per timed quantity:
+    quantity, pairs, median_rel_dev (exp(median |log t2/t1|) - 1), within_5pct, within_10pct,
+    min_ratio, max_ratio (t2/t1)."""
+    by_task = {r["task_id"]: r for r in second}
+    ratios: dict[str, list[float]] = {"cuda variant": [], "eager": [], "torch.compile": []}
+
+    def add(key: str, a: Any, b: Any) -> None:
+        a, b = _pos(a), _pos(b)
+        if a and b:
+            ratios[key].append(b / a)
+
+    for r in first:
+        other = by_task.get(r["task_id"])
+        if other is None:
+            continue
+        for name, v in (r.get("variants") or {}).items():
+            add("cuda variant", v.get("ms"), ((other.get("variants") or {}).get(name) or {}).get("ms"))
+        add("eager", r.get("eager_ms"), other.get("eager_ms"))
+        add("torch.compile", r.get("compile_ms"), other.get("compile_ms"))
+    recs = []
+    for key, rs in ratios.items():
+        dev = sorted(abs(math.log(x)) for x in rs)
+        med = (dev[(len(dev) - 1) // 2] + dev[len(dev) // 2]) / 2 if dev else None
+        recs.append({"quantity": key, "pairs": len(rs),
+                     "median_rel_dev": math.exp(med) - 1 if dev else None,
+                     "within_5pct": sum(d < math.log(1.05) for d in dev) / len(dev) if dev else None,
+                     "within_10pct": sum(d < math.log(1.10) for d in dev) / len(dev) if dev else None,
+                     "min_ratio": min(rs) if rs else None, "max_ratio": max(rs) if rs else None})
+    return pd.DataFrame(recs, columns=["quantity", "pairs", "median_rel_dev", "within_5pct", "within_10pct",
+                                       "min_ratio", "max_ratio"])
+
+
+__all__ = ["family_summary", "load_rows", "overall", "repeatability", "variant_table"]
