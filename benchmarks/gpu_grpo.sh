@@ -5,7 +5,13 @@
 # at the end), then, with EVAL_TASKS > 0, `grpo_gpu.py eval` compares the SFT start and the GRPO
 # policy on the held-out split (EVAL_S seconds). Carry .whl (trl, datasets, tree-sitter, lightgbm).
 #   RUN=mini-M-both ABLATION=both SFT_S=200 GRPO_S=270 EVAL_TASKS=32 EVAL_S=90 bash benchmarks/gpu_grpo.sh
-# To continue a run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
+# SFT_ARGS go to `sft_gpu.py train` (e.g. "--batch-size 128 --lr 3e-3", or "--init runs/models/sft-M" to
+# continue a carried checkpoint). With SFT_S=0 no SFT runs and GRPO starts from START (default
+# runs/models/sft-M: carry it). EXPORT_SFT=1 puts the SFT start into $OUT as sft-M.tgz.aa, .ab, ...
+# (parts <= 15 MB; $OUT returns files of at most 16 MiB): on this machine
+#   mkdir -p runs/models && cat <files_at>/sft-M.tgz.* | tar xzf - -C runs/models
+# and carry runs/models/sft-M next time instead of training it again (session 14 did so).
+# To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
 # logs; unpack it into data/grpo/.
 set -uo pipefail
@@ -18,14 +24,20 @@ STEPS=${STEPS:-0}           # total steps of the run (0: the profile's)
 GRPO_ARGS=${GRPO_ARGS:-}   # more `grpo_gpu.py train` options, e.g. "--turns 1 --tasks-per-step 8"
 EVAL_TASKS=${EVAL_TASKS:-0}
 EVAL_S=${EVAL_S:-90}
+SFT_ARGS=${SFT_ARGS:-}
+START=${START:-runs/models/sft-M}
+EXPORT_SFT=${EXPORT_SFT:-0}
 if [ "$SFT_S" -gt 0 ]; then
-  timeout -s ABRT $(( SFT_S + 60 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size M \
-    --budget-s "$SFT_S" --epochs 2 --models runs/models > "$OUT/sft_M.log" 2>&1
-  echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -4 | cut -c1-300
+  timeout -s ABRT $(( SFT_S + 90 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size M \
+    --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
+  echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -5 | cut -c1-300
+fi
+if [ "$EXPORT_SFT" = 1 ] && [ -f "$START/config.json" ]; then
+  tar cf - -C "$(dirname "$START")" "$(basename "$START")" | gzip -1 | split -b 15M - "$OUT/$(basename "$START").tgz."
 fi
 # The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
 timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.py train --run "$RUN" \
-  --ablation "$ABLATION" --start runs/models/sft-M --budget-s "$GRPO_S" \
+  --ablation "$ABLATION" --start "$START" --budget-s "$GRPO_S" \
   $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
 if [ "$EVAL_TASKS" -gt 0 ]; then
@@ -34,6 +46,6 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 [ -d "data/grpo/$RUN" ] && tar czf "$OUT/grpo_$RUN.tar.gz" -C data/grpo "$RUN"
 ls -la "$OUT"

@@ -13,6 +13,9 @@ data/measurements/ or `--measurements` supply the attempts' speedups), drops rec
 `max_length` (counted in train_log.json, never truncated), trains with TRL's SFTTrainer until
 the epochs or the wall-clock budget run out, and saves fp16 safetensors in shards <= 16 MB plus
 the tokenizer and train_log.json (loss curve, steps, seconds, parameters, dropped records).
+`--init DIR` continues from the weights saved in DIR (an earlier `train`, carried to a fresh
+machine) instead of a new model: SFT can then add up over several 10-minute calls. The learning
+rate schedule starts again (warm-up, cosine); no optimiser state travels (it is 6x the weights).
 
 Two evaluation splits (`--split`): `test`, the held-out families (the issue's target), and
 `infamily`, held-out programs of the train families. `sample` draws `n` completions per task of a
@@ -64,6 +67,35 @@ def _measurements(arg: str):
     return policy.load_variant_measurements(d) if any(d.glob("*.parquet")) else None
 
 
+def _continued_model(path: Path, size: str):
+    """The saved policy in `path` to continue training: its weights must exist and be of `size`
+    (a model of another size would silently train the wrong thing)."""
+    from transformers import AutoModelForCausalLM
+
+    from cudaperf import policy
+
+    if not policy.has_weights(path):
+        sys.exit(f"--init {path}: no saved weights there (an earlier `train` writes them)")
+    prev = json.loads((path / "train_log.json").read_text()) if (path / "train_log.json").exists() else {}
+    if prev.get("size") not in (None, size):
+        sys.exit(f"--init {path} holds a {prev['size']} model, not {size}")
+    # fp32 master weights: the checkpoint is fp16 (save_policy); training runs in bf16 autocast.
+    import torch
+
+    return AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32)
+
+
+def _init_record(init: str) -> dict | None:
+    """What a continued model started from: the folder and its own training (steps, seconds, and
+    what it had continued from), so the chain of calls behind a checkpoint stays readable."""
+    if not init:
+        return None
+    p = Path(init) / "train_log.json"
+    prev = json.loads(p.read_text()) if p.exists() else {}
+    return {"path": init, "steps": prev.get("steps"), "seconds": prev.get("seconds"),
+            "init_from": prev.get("init_from")}
+
+
 def train(args) -> None:
     import torch
 
@@ -104,9 +136,13 @@ def train(args) -> None:
                                      tok, cfg.max_length)
     _log(f"{len(ex)} SFT records ({dropped} longer than {cfg.max_length} tokens dropped), "
          f"{len(vex)} val records, {len(iex)} in-family eval records, {time.perf_counter() - t0:.1f}s")
-    model = policy.build_model(cfg.model_size, tok, cfg.max_length, cfg.seed)
+    if args.init:
+        model = _continued_model(Path(args.init), cfg.model_size)
+    else:
+        model = policy.build_model(cfg.model_size, tok, cfg.max_length, cfg.seed)
     n_params = policy.count_parameters(model)
-    _log(f"model {cfg.model_size}: {n_params:,} parameters; budget {cfg.sft_time_budget_s:.0f}s")
+    _log(f"model {cfg.model_size}: {n_params:,} parameters{' from ' + args.init if args.init else ''}; "
+         f"budget {cfg.sft_time_budget_s:.0f}s")
     if torch.cuda.is_available():
         model = model.to("cuda")
     res = policy.train_sft(model, tok, ex, cfg, out / "_trainer", eval_examples={"val": vex, "infamily": iex})
@@ -120,6 +156,7 @@ def train(args) -> None:
            "stopped_by_budget": res.stopped_by_budget, "train_records": len(ex),
            "dropped_too_long": dropped, "val_records": len(vex), "val_dropped_too_long": vdropped,
            "measured_variants": len(meas) if meas else 0, "losses": res.losses,
+           "init_from": _init_record(args.init),
            "config": {k: v for k, v in cfg.__dict__.items()},
            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
            "shards": [p.name for p in shards],
@@ -282,6 +319,7 @@ def main(argv=None) -> None:
                     "seen: programs SFT trained on")
     ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
     ap.add_argument("--epochs", type=float, default=3.0)
+    ap.add_argument("--init", default="", help="continue from the policy saved in this folder (train)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
@@ -320,3 +358,9 @@ def main(argv=None) -> None:
 
 if __name__ == "__main__":
     main()
+    # Every output is written and closed by now. On the H200 the interpreter's teardown after a
+    # `train` hung in garbage collection until the call's hard limit (session 14: 80 s lost,
+    # "Fatal Python error: Aborted ... Garbage-collecting"), so the process ends here.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

@@ -1,0 +1,59 @@
+"""benchmarks/sft_gpu.py --init: continuing SFT from a carried checkpoint (CPU parts)."""
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from cudaperf import policy
+from cudaperf.devtasks import dev_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("sft_gpu_script", ROOT / "benchmarks/sft_gpu.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    tok = policy.train_tokenizer(policy.tokenizer_corpus(dev_tasks()), vocab_size=600)
+    model = policy.build_model("tiny", tok, max_length=512, seed=3)
+    d = tmp_path_factory.mktemp("sft-tiny")
+    policy.save_policy(model, tok, d)
+    (d / "train_log.json").write_text(json.dumps({"size": "tiny", "steps": 7, "seconds": 1.5,
+                                                  "init_from": {"path": "older", "steps": 3}}))
+    return d, model
+
+
+def test_continued_model_has_the_saved_weights_in_fp32(saved):
+    d, model = saved
+    got = _script()._continued_model(d, "tiny")
+    assert next(got.parameters()).dtype == torch.float32
+    ref = {k: v.float() for k, v in model.state_dict().items()}
+    for k, v in got.state_dict().items():
+        # saved in fp16: equal up to fp16 rounding
+        assert torch.allclose(v, ref[k], atol=1e-3, rtol=1e-3), k
+
+
+def test_continued_model_refuses_another_size_or_no_weights(saved, tmp_path):
+    d, _ = saved
+    mod = _script()
+    with pytest.raises(SystemExit, match="holds a tiny model, not M"):
+        mod._continued_model(d, "M")
+    with pytest.raises(SystemExit, match="no saved weights"):
+        mod._continued_model(tmp_path, "tiny")
+
+
+def test_init_record_chains_earlier_continuations(saved):
+    d, _ = saved
+    mod = _script()
+    assert mod._init_record("") is None
+    rec = mod._init_record(str(d))
+    assert rec == {"path": str(d), "steps": 7, "seconds": 1.5, "init_from": {"path": "older", "steps": 3}}
