@@ -1,9 +1,12 @@
-"""benchmarks/sft_gpu.py --init: continuing SFT from a carried checkpoint (CPU parts)."""
+"""Policy benchmark scripts, CPU parts: sft_gpu.py --init (continuing SFT from a carried checkpoint)
+and compile_probe.py (compile-only probe of a policy)."""
 from __future__ import annotations
 
 import importlib.util
 import json
 from pathlib import Path
+
+import shutil
 
 import pytest
 import torch
@@ -14,8 +17,8 @@ from cudaperf.devtasks import dev_tasks
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _script():
-    spec = importlib.util.spec_from_file_location("sft_gpu_script", ROOT / "benchmarks/sft_gpu.py")
+def _script(name: str = "sft_gpu"):
+    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / f"benchmarks/{name}.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
@@ -57,3 +60,16 @@ def test_init_record_chains_earlier_continuations(saved):
     assert mod._init_record("") is None
     rec = mod._init_record(str(d))
     assert rec == {"path": str(d), "steps": 7, "seconds": 1.5, "init_from": {"path": "older", "steps": 3}}
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+def test_compile_probe_counts_every_sample(saved):
+    """An untrained model writes no program: every sample fails to compile, none names the
+    entry point, and each failure gets a first-error class."""
+    d, model = saved
+    tok = policy.load_tokenizer(d)
+    tasks = dev_tasks()[:2]
+    got = _script("compile_probe").probe(model, tok, tasks, temperature=1.0, n=2, max_new_tokens=12, batch_size=4)
+    assert got["samples"] == 4 and got["compiled"] == 0 and got["compile_rate"] == 0.0
+    assert got["signature"] == {"none": 4}
+    assert sum(got["first_error"].values()) == 4
