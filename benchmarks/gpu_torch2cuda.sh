@@ -6,6 +6,9 @@
 # for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. Copy $OUT/torch2cuda_<gpu>.jsonl to
 # data/measurements/ and the logs to data/bench/.
 #   BUDGET_S=520 PROCS=12 TEST_S=120 KB_S=0 bash benchmarks/gpu_torch2cuda.sh
+#   Copy the rows back BEFORE the next call, even on a machine still warm: each call's tree is yours,
+#   so the device's data/measurements/ file is replaced and the same tasks are measured again
+#   (session 14 measured 107 tasks twice that way; the pair became a repeatability check).
 #   KB_WORKERS / KB_CHUNK: the self-check's runner threads and problems per round; it resumes from the committed
 #   data/bench/kernelbench_selfcheck_<gpu>.jsonl (copy $OUT's file back there).
 set -uo pipefail
@@ -21,7 +24,8 @@ if [ "${TEST_S:-120}" -gt 0 ]; then
 fi
 KB=${KB_S:-0}
 LEFT=$(( END - SECONDS - KB ))
-# verify stops starting tasks at LEFT - 90 and kills what still runs at LEFT - 20
+# verify stops starting tasks at LEFT - 90 and kills what still runs at LEFT - 20, both counted
+# from its own start (a fresh machine's prebuilt install comes out of them), before this timeout
 if [ "$LEFT" -ge 150 ]; then
   timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
     --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \

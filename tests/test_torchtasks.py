@@ -446,3 +446,15 @@ def test_cuda_time_ms_times_fewer_repetitions_of_a_slow_function(monkeypatch):
     calls.clear()
     verify.cuda_time_ms(lambda: calls.append(1), warmup=3, reps=20, budget_ms=200)
     assert len(calls) == 3 + 20  # fast: as asked
+
+
+def test_verify_limits_count_from_the_command_start():
+    from cudaperf.torchtasks.verify import budget_left
+
+    # 40 s went to the prebuilt install: the pool gets what is left of each limit
+    assert budget_left(230, 300, 40.0) == (190.0, 260.0)
+    # the hard limit defaults to max + 120, also counted from the start
+    assert budget_left(230, 0, 40.0) == (190.0, 310.0)
+    # no limits stay no limits; a spent budget leaves 1 s (0 would mean "no limit" to run_pool)
+    assert budget_left(0, 0, 40.0) == (0.0, 0.0)
+    assert budget_left(30, 50, 60.0) == (1.0, 1.0)

@@ -438,10 +438,24 @@ def shutdown_bounded(ex: ProcessPoolExecutor, grace_s: float) -> list[int]:
     return killed
 
 
+def budget_left(max_seconds: float, hard_seconds: float, spent: float) -> tuple[float, float]:
+    """(max_seconds, hard_seconds) for `run_pool`, whose clock starts when it is called, from the
+    command's limits, which count from the command's start: `spent` seconds are gone already
+    (installing the prebuilt archive on a fresh machine, loading tasks). A hard limit defaults to
+    max + 120 s; 0 stays "no limit", and a spent budget leaves 1 s, so nothing new starts."""
+    hard = hard_seconds or (max_seconds + 120 if max_seconds else 0)
+    return (max(1.0, max_seconds - spent) if max_seconds else 0.0,
+            max(1.0, hard - spent) if hard else 0.0)
+
+
 def main(argv: list[str] | None = None) -> int:
     import functools
     import tempfile
 
+    # Session 14: the limits counted from the pool's start, after a prebuilt install of 1,666
+    # libraries on a fresh machine, so the caller's outer `timeout` (set from the same budget)
+    # interrupted the pool before its own hard limit: the tasks then running were lost.
+    t_start = time.monotonic()
     ap = argparse.ArgumentParser(prog="python -m cudaperf.torchtasks.verify")
     ap.add_argument("--tasks", default="data/tasks/torch2cuda.jsonl.gz")
     ap.add_argument("--out", required=True)
@@ -450,10 +464,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--procs", type=int, default=1, help="parallel processes sharing the GPU (timings exclusive)")
-    ap.add_argument("--max-seconds", type=float, default=0, help="start no task after this (0: no limit)")
+    ap.add_argument("--max-seconds", type=float, default=0,
+                    help="start no task after this many seconds from the command's start (0: no limit)")
     ap.add_argument("--hard-seconds", type=float, default=0,
-                    help="abandon (and kill) tasks still running at this time; they are measured on resume "
-                    "(0: max-seconds + 120 when max-seconds is set, else no limit)")
+                    help="abandon (and kill) tasks still running this many seconds after the command's start; "
+                    "they are measured on resume (0: max-seconds + 120 when max-seconds is set, else no limit)")
     ap.add_argument("--prebuilt", default="", help="archive of the variants' libraries (python -m "
                     "cudaperf.prebuilt pack --tasks data/tasks/torch2cuda.jsonl.gz), installed into the cache first")
     ap.add_argument("--cache-dir", default=".cache/cudaperf")
@@ -480,8 +495,9 @@ def main(argv: list[str] | None = None) -> int:
     lock_dir = tempfile.mkdtemp(prefix="t2c-lock-")
     threads = max(1, (os.cpu_count() or 1) // max(1, a.procs))
     t0 = time.monotonic()
-    n = run_pool(todo, functools.partial(_verify_by_id, opts=opts), out, procs=a.procs, max_seconds=a.max_seconds,
-                 hard_seconds=a.hard_seconds or (a.max_seconds + 120 if a.max_seconds else 0),
+    max_s, hard_s = budget_left(a.max_seconds, a.hard_seconds, t0 - t_start)
+    n = run_pool(todo, functools.partial(_verify_by_id, opts=opts), out, procs=a.procs, max_seconds=max_s,
+                 hard_seconds=hard_s,
                  initializer=_init_worker, initargs=(a.tasks, os.path.join(lock_dir, "lock"), threads),
                  log=lambda m: print(m, flush=True))
     el = time.monotonic() - t0
