@@ -11,6 +11,8 @@
 # (parts <= 15 MB; $OUT returns files of at most 16 MiB): on this machine
 #   mkdir -p runs/models && cat <files_at>/sft-M.tgz.* | tar xzf - -C runs/models
 # and carry runs/models/sft-M next time instead of training it again (session 14 did so).
+# PROBE_TEMPS="0.2 0.5" runs benchmarks/compile_probe.py on the start first (32 trained-on tasks x 4
+# samples per temperature, compile only): GRPO has a reward signal only where some rollouts compile.
 # To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
 # logs; unpack it into data/grpo/.
@@ -31,6 +33,11 @@ if [ "$SFT_S" -gt 0 ]; then
   timeout -s ABRT $(( SFT_S + 90 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size M \
     --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
   echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -5 | cut -c1-300
+fi
+if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start on trained-on tasks
+  timeout -s ABRT 120 python3 benchmarks/compile_probe.py --model "$START" --split seen --tasks 32 --n 4 \
+    --temps $PROBE_TEMPS --batch-size 128 > "$OUT/compile_probe.log" 2>&1
+  echo "== compile probe rc=$?"; grep '"temperature"' "$OUT/compile_probe.log" | cut -c1-300
 fi
 if [ "$EXPORT_SFT" = 1 ] && [ -f "$START/config.json" ]; then
   tar cf - -C "$(dirname "$START")" "$(basename "$START")" | gzip -1 | split -b 15M - "$OUT/$(basename "$START").tgz."
