@@ -7,7 +7,7 @@ Guarantees (used by `cudaperf.harness.Harness`):
   (CUDA events, warm-up, L2 flush, the harness' repetitions) in a torch worker that loads no
   candidate, once per (task, GPU); None if that fails. For every torch2cuda candidate the
   speedup is ``eager_ms / runtime_ms`` with this figure (DESIGN §3: the torch2cuda baseline is
-  PyTorch eager on the same GPU).
+  PyTorch eager on the same GPU). Candidates of a task arriving together wait for one measurement.
 * `evaluate_modelnew(h, task, source, res)`: a ``ModelNew`` source is first checked statically
   (`kernelbench.modelnew_source_ok`; any problem rejects it as "invalid" before anything
   runs), then executed only inside a sandboxed torch worker (`cudaperf.torchworker`: its own
@@ -30,6 +30,7 @@ import os
 import random
 import shutil
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -111,13 +112,37 @@ def _median_cv(csv: str, n: int) -> tuple[float, float]:
 
 
 def trusted_eager(h: "Harness", task: Task, gpu: int, slot: int) -> float | None:
-    """Median eager time of the task's Model, alone in a torch worker; once per (task, GPU)."""
+    """Median eager time of the task's Model, alone in a torch worker; once per (task, GPU): the
+    candidates of a task arrive together (a KernelBench self-check submits two, a GRPO group
+    eight), and while one measures it the others wait for that number instead of each starting
+    a torch worker and a timed region of their own for the same figure."""
     from cudaperf.harness import task_fingerprint
 
     key = ("eager", task_fingerprint(task), gpu)
     with h._clean_mu:
         if key in h._clean_base:
             return h._clean_base[key]
+        ev = h._clean_inflight.get(key)
+        mine = ev is None
+        if mine:
+            ev = h._clean_inflight[key] = threading.Event()
+    if not mine:
+        ev.wait(timeout=h.cfg.run_timeout_s * 8)
+        with h._clean_mu:
+            return h._clean_base.get(key)
+    med, done = None, False
+    try:
+        med, done = _measure_eager(h, task, gpu, slot), True
+    finally:  # the waiting candidates go on; an unexpected error caches nothing (measured again later)
+        with h._clean_mu:
+            if done:
+                h._clean_base[key] = med
+            h._clean_inflight.pop(key).set()
+    return med
+
+
+def _measure_eager(h: "Harness", task: Task, gpu: int, slot: int) -> float | None:
+    """The eager timing behind `trusted_eager`: None when the worker fails."""
     cfg, perf = h.cfg, task.perf_test
     med = None
     try:
@@ -136,8 +161,6 @@ def trusted_eager(h: "Harness", task: Task, gpu: int, slot: int) -> float | None
                 med = _median_cv(rep.split()[1], cfg.reps)[0]
     except (gpuworker.RunnerDied, RuntimeError, OSError):
         med = None
-    with h._clean_mu:
-        h._clean_base[key] = med
     return med
 
 

@@ -257,3 +257,49 @@ def test_selfcheck_summary_counts():
     s = m.kernelbench.selfcheck_summary(rows)
     assert s["problems"] == 2 and s["reference_correct"] == 1 and s["reference_speedup_within_0.8_1.25"] == 1
     assert s["zeros_rejected"] == 1 and s["zeros_total"] == 2 and s["not_correct_reference"][0][0] == "b"
+
+
+def test_trusted_eager_is_measured_once_for_candidates_arriving_together(tasks, tmp_path, monkeypatch):
+    """Two candidates of a KernelBench problem (or a GRPO group of eight) ask for the task's eager
+    time at once: one torch worker measures it, the others wait for that number. An unexpected
+    error caches nothing, so a later candidate measures it again."""
+    import threading
+    import time
+
+    from cudaperf.harness import Harness
+
+    relu, _ = tasks
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(tmp_path / "c")}).harness)
+    calls = []
+    gate = threading.Event()
+
+    def measure(h_, task, gpu, slot):
+        calls.append(slot)
+        gate.wait(5)  # every caller has arrived before the first measurement ends
+        return 1.25
+
+    monkeypatch.setattr(torchpath, "_measure_eager", measure)
+    try:
+        got = []
+        threads = [threading.Thread(target=lambda s=s: got.append(torchpath.trusted_eager(h, relu, 0, s)))
+                   for s in range(4)]
+        for t in threads:
+            t.start()
+        time.sleep(0.3)
+        gate.set()
+        for t in threads:
+            t.join(10)
+        assert got == [1.25] * 4 and len(calls) == 1
+        assert torchpath.trusted_eager(h, relu, 0, 9) == 1.25 and len(calls) == 1  # cached
+
+        def broken(h_, task, gpu, slot):
+            calls.append(slot)
+            raise ValueError("bug")
+
+        monkeypatch.setattr(torchpath, "_measure_eager", broken)
+        with pytest.raises(ValueError):
+            torchpath.trusted_eager(h, relu, 1, 0)
+        monkeypatch.setattr(torchpath, "_measure_eager", lambda h_, task, gpu, slot: 2.5)
+        assert torchpath.trusted_eager(h, relu, 1, 0) == 2.5  # measured again, not a cached failure
+    finally:
+        h.close()
