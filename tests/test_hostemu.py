@@ -369,3 +369,67 @@ def test_shared_runner_is_retired_when_a_candidate_leaks_device_memory(shared, m
     # without a leak the three share one runner to the end
     a, b, z = shared.evaluate_many([(TASK, s) for s in (REF + "\n// n0\n", REF + "\n// n1\n", ZEROS + "\n// n2\n")])
     assert [r.timings["shared_position"] for r in (a, b, z)] == [0, 1, 2]
+
+
+def test_runner_reuses_freed_host_buffers_without_leaking_their_bytes(tmp_path):
+    """The runner keeps the host buffers of a freed perf-size layout for the next stage of that
+    size (they are not faulted in and zeroed again). Their old bytes must never show: a stage
+    reading other input files after a small layout computes on those files, and a poisoned output
+    of a candidate that writes nothing comes back all poison, not the last run's results."""
+    exe = tmp_path / "runner"
+    subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
+                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(exe), "-ldl", "-rdynamic"],
+                   check=True)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+
+    def build(name, code):
+        (tmp_path / f"{name}.c").write_text(code)
+        subprocess.run(["gcc", "-O2", "-shared", "-fPIC", str(tmp_path / f"{name}.c"), "-o",
+                        str(tmp_path / f"{name}.so")], check=True)
+        return tmp_path / f"{name}.so"
+
+    shim = build("shim", "void cudaperf_call(void *fn, void **a) {\n"
+                         "  ((void (*)(void *, void *, void *))fn)(*(void **)a[0], *(void **)a[1], *(void **)a[2]);\n}\n")
+    add = build("add", "void add(const float *a, const float *b, float *out) {\n"
+                       "  for (int i = 0; i < 300000; i++) out[i] = a[i] + b[i];\n}\n")
+    noop = build("noop", "void add(const float *a, const float *b, float *out) { (void)a; (void)b; (void)out; }\n")
+    n = 300_000  # 1.2 MB per buffer: above the runner's smallest pooled size (1 MiB)
+    rng = np.random.default_rng(0)
+
+    def argfile(name, numel):
+        d = scratch / name
+        d.mkdir()
+        arrays = {p: rng.random(numel, dtype=np.float32) for p in ("a", "b")}
+        for p, arr in arrays.items():
+            arr.tofile(d / f"{p}.bin")
+        (scratch / f"{name}.args").write_text(f"P a in 4 {numel} {name}/a.bin -\nP b in 4 {numel} {name}/b.bin -\n"
+                                              f"P out out 4 {numel} - ffffff7f\n")
+        out = scratch / f"{name}_out"
+        out.mkdir()
+        (out / "out.bin").write_bytes(b"\0" * (4 * numel))
+        return arrays
+
+    first, second, _small = argfile("x", n), argfile("y", n), argfile("small", 1000)
+    r = gpuworker.Runner(exe, gpu=None, scratch=scratch, uid=None,
+                         limits=gpuworker.RunnerLimits(mem_bytes=8 << 30, run_timeout_s=30))
+    try:
+        assert r.request(f"init {r.stage(shim, 'shim.so')} 0").startswith("ok")
+        assert r.request(f"load 1 {r.stage(add, 'add.so')} add") == "ok"
+        assert r.request(f"load 2 {r.stage(noop, 'noop.so')} add") == "ok"
+
+        def call(name, slot):
+            for cmd in (f"stage {name}.args", "alloc", f"run {slot}"):
+                rep = r.request(cmd)
+                assert rep.startswith("ok"), (cmd, rep)
+            assert r.request(f"store {name}_out") == "ok -"
+            return np.fromfile(scratch / f"{name}_out" / "out.bin", dtype=np.float32)
+
+        np.testing.assert_array_equal(call("x", 1), first["a"] + first["b"])
+        call("small", 2)  # x's buffers go to the pool (slot 2 writes nothing: add assumes the big size)
+        np.testing.assert_array_equal(call("y", 1), second["a"] + second["b"])  # x's buffers, y's bytes
+        call("small", 2)
+        got = call("y", 2).view(np.uint32)  # writes nothing: the poison, in a buffer that held sums
+        assert (got == 0x7FFFFFFF).all()
+    finally:
+        r.close()

@@ -57,6 +57,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -87,6 +88,57 @@ static std::vector<void *> argv_ptrs;
 static void *flush_buf = nullptr;
 static size_t flush_bytes = 0;
 static bool have_gpu = false;
+
+// Host buffers of freed args, kept by size for the next stage. Why: malloc maps a buffer of
+// hundreds of MB with mmap and unmaps it when freed, so every perf-size stage after a small check
+// configuration faulted in and zeroed fresh pages for its inputs, poisoned outputs and copy-back
+// buffers -- 6x the cost of the stage that reused the previous layout's buffers
+// (benchmarks/bench_runner_stage.py, host-emulated, 3 x 256 MiB: 742 ms against 120 ms; with the
+// pool both take 120 ms: data/bench/runner_stage_cpu-2core_session14.log). A pooled
+// buffer keeps its old bytes: every user overwrites all of it (an input file read whole, a poison
+// fill, a copy back from the device before anything reads it).
+static std::multimap<size_t, std::vector<unsigned char>> spare;
+static size_t spare_bytes = 0;
+// The spares are the pages a perf-size layout held while bound, kept while a small one is bound
+// and taken again by the next perf stage: a runner's resident peak stays that of one big layout,
+// as before; only between perf stages is it not given back. 2 GiB holds a layout of 6 x 256 MiB
+// (1 GiB kept half of it: 316 ms a stage). The parent's RSS watchdog counts these pages.
+static size_t spare_cap = (size_t)2 << 30;
+static const size_t SPARE_MIN = (size_t)1 << 20;  // smaller ones come from malloc's own free lists
+
+static void recycle(std::vector<unsigned char> &v) {
+  size_t n = v.size();
+  if (n >= SPARE_MIN && n <= spare_cap) {
+    // the largest spares go first when full: perf-size layouts of other tasks are the least likely reused
+    while (spare_bytes + n > spare_cap && !spare.empty()) {
+      auto last = std::prev(spare.end());
+      spare_bytes -= last->first;
+      spare.erase(last);
+    }
+    spare_bytes += n;
+    spare.emplace(n, std::move(v));
+  }
+  std::vector<unsigned char>().swap(v);
+}
+
+// `v` resized to exactly n bytes: a spare of that size when there is one (contents arbitrary),
+// else fresh zeroed memory.
+static void take(std::vector<unsigned char> &v, size_t n) {
+  if (v.size() == n) return;
+  recycle(v);
+  auto it = spare.find(n);
+  if (it != spare.end()) {
+    v.swap(it->second);
+    spare_bytes -= n;
+    spare.erase(it);
+  } else {
+    v.resize(n);
+  }
+}
+
+static void recycle_args(std::vector<Arg> &list) {
+  for (auto &a : list) { recycle(a.host); recycle(a.back); a.src.clear(); }
+}
 
 static void reply(const char *fmt, ...) {
   if (getpid() != runner_pid) _exit(0);
@@ -154,6 +206,7 @@ static bool write_file(const std::string &path, const void *data, size_t n) {
 static void free_args() {
   for (auto &a : args)
     if (a.dev) cudaFree(a.dev);
+  recycle_args(args);
   args.clear();
   argv_ptrs.clear();
 }
@@ -173,6 +226,7 @@ static Arg *same_layout(size_t idx, const Arg &a) {
 // bound args are then spent: nothing runs on them until `alloc` binds these (and if this stage
 // fails they are dropped, so a run cannot read a buffer that was taken).
 static std::string stage_args(const char *path) {
+  recycle_args(staged);
   staged.clear();
   bool took = false;
   FILE *f = fopen(path, "r");
@@ -197,8 +251,9 @@ static std::string stage_args(const char *path) {
       if (strcmp(data, "-") == 0 && a.role != "out") { err = "input " + a.name + " without a data file"; break; }
       if (strcmp(data, "-") != 0) {
         // Input files are immutable (one per task, test, seed): the same one again is already here.
-        if (!(a.src == data && a.host.size() == n) && !read_file(data, a.host, n)) {
-          err = std::string("cannot read ") + data; break;
+        if (!(a.src == data && a.host.size() == n)) {
+          take(a.host, n);
+          if (!read_file(data, a.host, n)) { err = std::string("cannot read ") + data; break; }
         }
         a.src = data;
       } else if (strcmp(poison, "-") != 0) {
@@ -207,16 +262,16 @@ static std::string stage_args(const char *path) {
         a.src.clear();
         std::vector<unsigned char> pat(len);
         for (size_t i = 0; i < len; i++) { unsigned v; sscanf(poison + 2 * i, "%2x", &v); pat[i] = (unsigned char)v; }
-        a.host.resize(n);
+        take(a.host, n);
         // Doubling copies: a few memcpy calls instead of a byte loop over hundreds of MB.
         size_t done = n < len ? n : len;
         memcpy(a.host.data(), pat.data(), done);
         while (done < n) { size_t k = done < n - done ? done : n - done; memcpy(a.host.data() + done, a.host.data(), k); done += k; }
       } else {  // an out buffer without poison keeps its device contents: nothing to copy there
-        a.host.clear();
+        recycle(a.host);
         a.src.clear();
       }
-      if (a.back.size() != n) a.back.assign(n, 0);  // touched now: the copy back under the lock never page-faults
+      take(a.back, n);  // touched now (a spare, or zeroed): the copy back under the lock never page-faults
     } else if (kind[0] == 'S') {
       if (fscanf(f, "%255s %7s %127s", name, code, val) != 3) { err = "bad S line"; break; }
       a.name = name;
@@ -234,7 +289,7 @@ static std::string stage_args(const char *path) {
     staged.push_back(std::move(a));
   }
   fclose(f);
-  if (!err.empty()) staged.clear();
+  if (!err.empty()) { recycle_args(staged); staged.clear(); }
   if (took) {
     have_run = false;
     if (!err.empty()) free_args();
@@ -268,6 +323,7 @@ static std::string alloc_args() {
     }
   }
   for (auto &o : old) if (o.dev) cudaFree(o.dev);
+  recycle_args(old);
   if (!err.empty()) { free_args(); return err; }
   argv_ptrs.resize(args.size());
   for (size_t i = 0; i < args.size(); i++)
