@@ -145,8 +145,11 @@ def train(args) -> None:
          f"budget {cfg.sft_time_budget_s:.0f}s")
     if torch.cuda.is_available():
         model = model.to("cuda")
-    res = policy.train_sft(model, tok, ex, cfg, out / "_trainer", eval_examples={"val": vex, "infamily": iex})
+    res = policy.train_sft(model, tok, ex, cfg, out / "_trainer", eval_examples={"val": vex, "infamily": iex},
+                           profile_steps=tuple(args.profile_steps) if args.profile_steps else None)
     _log(f"trained {res.steps} steps in {res.seconds:.0f}s (budget hit: {res.stopped_by_budget})")
+    if res.step_profile:
+        _log("step profile (policy.StepProfiler):\n" + res.step_profile)
     shards = policy.save_policy(model, tok, out)
     import shutil
 
@@ -320,6 +323,8 @@ def main(argv=None) -> None:
     ap.add_argument("--budget-s", type=float, default=400.0, help="SFT wall-clock budget")
     ap.add_argument("--epochs", type=float, default=3.0)
     ap.add_argument("--init", default="", help="continue from the policy saved in this folder (train)")
+    ap.add_argument("--profile-steps", type=int, nargs=2, metavar=("SKIP", "N"), default=None,
+                    help="train: torch.profiler over N steps after SKIP, its table in the log")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--lr", type=float, default=1e-3)
     ap.add_argument("--renames", type=int, default=-1, help="renamed copies of each train task "
