@@ -779,6 +779,29 @@ def error_class_of(message: str) -> str:
 
 
 
+def read_compile_probes(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """Rows of `benchmarks/compile_probe.py` logs: one per (log, temperature), with the log's header
+    (model, split, tasks, n, device) merged in and the log's file name as ``source``. Comment lines
+    (#) and other text are skipped; a temperature line before any header raises ValueError."""
+    import json
+
+    rows: list[dict[str, Any]] = []
+    for p in paths:
+        head: dict[str, Any] | None = None
+        for line in Path(p).read_text().splitlines():
+            if not line.startswith("{"):
+                continue
+            rec = json.loads(line)
+            if "model" in rec and "split" in rec:
+                head = rec
+            elif "temperature" in rec:
+                if head is None:
+                    raise ValueError(f"{p}: a probe result before the probe's header line")
+                rows.append({"source": Path(p).name, **{k: head.get(k) for k in ("model", "split", "tasks", "n", "device")},
+                             **rec})
+    return rows
+
+
 SIGNATURE_MATCH = ("exact", "entry", "none")  # signature_match's answers, best first
 
 

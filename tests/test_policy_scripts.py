@@ -73,3 +73,25 @@ def test_compile_probe_counts_every_sample(saved):
     assert got["samples"] == 4 and got["compiled"] == 0 and got["compile_rate"] == 0.0
     assert got["signature"] == {"none": 4}
     assert sum(got["first_error"].values()) == 4
+
+
+def test_read_compile_probes_merges_the_header_into_each_temperature(tmp_path):
+    log = tmp_path / "probe.log"
+    log.write_text("# a comment\nLoading weights: 100%\n"
+                   + json.dumps({"model": "m", "split": "seen", "tasks": 2, "n": 4, "device": "cpu"}) + "\n"
+                   + json.dumps({"temperature": 0.2, "samples": 8, "compiled": 1, "compile_rate": 0.125}) + "\n"
+                   + json.dumps({"temperature": 1.0, "samples": 8, "compiled": 0, "compile_rate": 0.0}) + "\n")
+    rows = policy.read_compile_probes([log])
+    assert [(r["temperature"], r["compile_rate"], r["split"], r["source"]) for r in rows] == \
+        [(0.2, 0.125, "seen", "probe.log"), (1.0, 0.0, "seen", "probe.log")]
+    bad = tmp_path / "bad.log"
+    bad.write_text(json.dumps({"temperature": 0.2}) + "\n")
+    with pytest.raises(ValueError, match="before the probe's header"):
+        policy.read_compile_probes([bad])
+
+
+def test_committed_probe_logs_parse():
+    logs = sorted((ROOT / "data" / "bench").glob("compile_probe_*.log"))
+    rows = policy.read_compile_probes(logs)
+    assert len(rows) >= len(logs)
+    assert all(0.0 <= r["compile_rate"] <= 1.0 and r["samples"] > 0 for r in rows)
