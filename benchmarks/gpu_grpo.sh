@@ -11,8 +11,11 @@
 # (parts <= 15 MB; $OUT returns files of at most 16 MiB): on this machine
 #   mkdir -p runs/models && cat <files_at>/sft-M.tgz.* | tar xzf - -C runs/models
 # and carry runs/models/sft-M next time instead of training it again (session 14 did so).
-# PROBE_TEMPS="0.2 0.5" runs benchmarks/compile_probe.py on the start first (32 trained-on tasks x 4
-# samples per temperature, compile only): GRPO has a reward signal only where some rollouts compile.
+# PROBE_TEMPS="0.2 0.5" runs benchmarks/compile_probe.py on the start first (32 tasks x 4 samples per
+# temperature, compile only) for each split of PROBE_SPLITS (default "seen": trained-on tasks; add
+# "infamily" for the held-out programs of train families): GRPO has a reward signal only where some
+# rollouts compile. GRPO_S=0 skips GRPO (an SFT-only call). EVAL_ARGS go to `grpo_gpu.py eval`
+# (e.g. "--split infamily --temperature 0.3").
 # To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
 # logs; unpack it into data/grpo/.
@@ -34,25 +37,30 @@ if [ "$SFT_S" -gt 0 ]; then
     --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
   echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -5 | cut -c1-300
 fi
-if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start on trained-on tasks
-  timeout -s ABRT 120 python3 benchmarks/compile_probe.py --model "$START" --split seen --tasks 32 --n 4 \
-    --temps $PROBE_TEMPS --batch-size 128 > "$OUT/compile_probe.log" 2>&1
-  echo "== compile probe rc=$?"; grep '"temperature"' "$OUT/compile_probe.log" | cut -c1-300
+if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start per split
+  for split in ${PROBE_SPLITS:-seen}; do
+    timeout -s ABRT 150 python3 benchmarks/compile_probe.py --model "$START" --split "$split" --tasks 32 --n 4 \
+      --temps $PROBE_TEMPS --batch-size 128 >> "$OUT/compile_probe.log" 2>&1
+    echo "== compile probe $split rc=$?"
+  done
+  grep '"temperature"' "$OUT/compile_probe.log" | cut -c1-300
 fi
 if [ "$EXPORT_SFT" = 1 ] && [ -f "$START/config.json" ]; then
   tar cf - -C "$(dirname "$START")" "$(basename "$START")" | gzip -1 | split -b 15M - "$OUT/$(basename "$START").tgz."
 fi
 # The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
+if [ "$GRPO_S" -gt 0 ]; then
 timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.py train --run "$RUN" \
   --ablation "$ABLATION" --start "$START" --budget-s "$GRPO_S" \
   $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
+fi
 if [ "$EVAL_TASKS" -gt 0 ]; then
   timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
-    --eval-tasks "$EVAL_TASKS" > "$OUT/grpo_eval.log" 2>&1
+    --eval-tasks "$EVAL_TASKS" ${EVAL_ARGS:-} > "$OUT/grpo_eval.log" 2>&1
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 [ -d "data/grpo/$RUN" ] && tar czf "$OUT/grpo_$RUN.tar.gz" -C data/grpo "$RUN"
 ls -la "$OUT"
