@@ -28,7 +28,7 @@ LEFT=$(( END - SECONDS - KB ))
 # from its own start (a fresh machine's prebuilt install comes out of them), before this timeout
 if [ "$LEFT" -ge 150 ]; then
   timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
-    --prebuilt .prebuilt/torch2cuda.tar.gz --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
+    --prebuilt .prebuilt/torch2cuda.tar.gz --skip-done data/measurements/torch2cuda_*.jsonl --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
     --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
   echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
 else

@@ -458,3 +458,15 @@ def test_verify_limits_count_from_the_command_start():
     # no limits stay no limits; a spent budget leaves 1 s (0 would mean "no limit" to run_pool)
     assert budget_left(0, 0, 40.0) == (0.0, 0.0)
     assert budget_left(30, 50, 60.0) == (1.0, 1.0)
+
+
+def test_tasks_to_do_skips_rows_of_another_gpu(tmp_path):
+    from cudaperf.torchtasks.verify import tasks_to_do
+
+    here, other = tmp_path / "h100.jsonl", tmp_path / "h200.jsonl"
+    here.write_text(json.dumps({"task_id": "a"}) + "\n" + json.dumps({"task_id": "b", "error": "x"}) + "\n")
+    other.write_text(json.dumps({"task_id": "c"}) + "\n" + json.dumps({"task_id": "d", "error": "y"}) + "\n")
+    todo, done, elsewhere = tasks_to_do(["a", "b", "c", "d", "e"], here, [str(other), str(here)])
+    assert todo == ["b", "d", "e"]  # error rows are measured again, wherever they are
+    assert done == {"a"} and elsewhere == {"c"}
+    assert tasks_to_do(["a", "c"], tmp_path / "new.jsonl")[0] == ["a", "c"]

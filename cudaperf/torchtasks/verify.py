@@ -320,6 +320,17 @@ def done_ids(out: Path) -> set[str]:
     return {r["task_id"] for r in rows if "error" not in r}
 
 
+def tasks_to_do(task_ids: list[str], out: Path, skip_done: list[str] = ()) -> tuple[list[str], set, set]:
+    """(task ids still to measure in order, ids done in `out`, further ids done in the `skip_done` files).
+
+    A dataset may be covered by two GPU models (session 15 got an H100 where the first 494 tasks
+    were measured on an H200): `skip_done` names the other GPU's rows so no task is measured twice;
+    each row keeps its own GPU's eager and torch.compile baselines, so its speedups stand alone."""
+    done = done_ids(out)
+    elsewhere = set().union(*(done_ids(Path(p)) for p in skip_done if Path(p).resolve() != out.resolve())) - done
+    return [t for t in task_ids if t not in done and t not in elsewhere], done, elsewhere
+
+
 def run_pool(task_ids: list[str], fn: Callable[[str], dict[str, Any]], out: Path, *, procs: int,
              max_seconds: float = 0, hard_seconds: float = 0, initializer: Callable | None = None,
              initargs: tuple = (), log: Callable[[str], None] = print,
@@ -472,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prebuilt", default="", help="archive of the variants' libraries (python -m "
                     "cudaperf.prebuilt pack --tasks data/tasks/torch2cuda.jsonl.gz), installed into the cache first")
     ap.add_argument("--cache-dir", default=".cache/cudaperf")
+    ap.add_argument("--skip-done", nargs="*", default=[], metavar="ROWS",
+                    help="other result files (e.g. another GPU's): their measured tasks are not measured "
+                    "again here, so a dataset split over two GPU models is covered once")
     a = ap.parse_args(argv)
     import torch
 
@@ -482,15 +496,15 @@ def main(argv: list[str] | None = None) -> int:
     tasks = stratified_order(load_tasks(a.tasks, families=a.families))
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = done_ids(out)
-    todo = [t.task_id for t in tasks if t.task_id not in done]
+    todo, done, elsewhere = tasks_to_do([t.task_id for t in tasks], out, a.skip_done)
     if a.limit:
         todo = todo[:a.limit]
     if a.prebuilt:
         from cudaperf import prebuilt
 
         print("prebuilt:", json.dumps(prebuilt.install(a.prebuilt, tasks, a.cache_dir)), flush=True)
-    print(f"{len(todo)} tasks to verify ({len(done)} already in {out}), {a.procs} process(es)", flush=True)
+    print(f"{len(todo)} tasks to verify ({len(done)} already in {out}, {len(elsewhere - done)} more in "
+          f"{' '.join(a.skip_done) or 'no --skip-done file'}), {a.procs} process(es)", flush=True)
     opts = {"reps": a.reps, "with_compile": not a.no_compile, "cache_dir": a.cache_dir}
     lock_dir = tempfile.mkdtemp(prefix="t2c-lock-")
     threads = max(1, (os.cpu_count() or 1) // max(1, a.procs))
