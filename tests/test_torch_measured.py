@@ -51,6 +51,19 @@ def test_speedups_come_from_times_and_only_correct_variants_count():
     assert (o["tasks"], o["variants"], o["correct"], o["tasks_all_correct"], o["best_beats_eager"]) == (3, 5, 3, 1, 1)
 
 
+def test_gpu_summary_keeps_each_gpu_apart():
+    rows = [{**_row("torch2cuda/a/t1", {"naive": (True, 0.5)}, eager=1.0), "gpu": "H200"},
+            {**_row("torch2cuda/a/t2", {"naive": (True, 4.0)}, eager=1.0), "gpu": "H100"},
+            {**_row("torch2cuda/a/t3", {"naive": (True, 1.0)}, eager=1.0), "gpu": "H100"},
+            _row("torch2cuda/a/t4", {"naive": (False, 1.0)})]
+    g = M.gpu_summary(rows).set_index("gpu")
+    assert list(g.index) == ["H100", "H200", "unknown"]
+    assert g.loc["H100", "tasks"] == 2 and g.loc["H100", "best_vs_eager_geomean"] == pytest.approx(math.sqrt(0.25))
+    assert g.loc["H200", "best_vs_eager_geomean"] == pytest.approx(2.0) and g.loc["H200", "best_beats_eager"] == 1
+    assert g.loc["unknown", "correct"] == 0
+    assert g["tasks"].sum() == M.overall(rows)["tasks"]
+
+
 def test_committed_rows_are_all_measured():
     files = sorted((ROOT / "data" / "measurements").glob("torch2cuda_*.jsonl"))
     if not files:

@@ -14,6 +14,10 @@ Guarantees:
   stored ratio.
 - `family_summary(rows)` and `overall(rows)` aggregate only correct, timed variants; the
   geometric means are over tasks (a task's best correct variant), None when no task qualifies.
+- `gpu_summary(rows)` is `overall` per GPU model (the row's ``gpu``): the dataset may be measured
+  on two GPU models (H200 in sessions 7-14, H100 from session 15), each row with its own GPU's
+  eager and torch.compile baselines, so a row's speedups are self-contained but the GPUs' figures
+  are shown apart.
 - `repeatability(first, second)` compares two measurements of the same tasks (two runs of the
   verifier): per timed quantity (CUDA variants, eager, torch.compile) the number of pairs, the
   median relative deviation |log(t2/t1)| (as a fraction) and the shares within 5 % and 10 %.
@@ -122,6 +126,17 @@ def overall(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
             "best_beats_eager": int((tf["best_vs_eager"] > 1).sum()),
             "naive_vs_eager_geomean": _geomean(tf["naive_vs_eager"].dropna()),
             "compile_vs_eager_geomean": _geomean(tf["compile_vs_eager"].dropna())}
+
+
+def gpu_summary(rows: Sequence[dict[str, Any]]) -> pd.DataFrame:
+    """One row per GPU model (``gpu`` of the rows, "unknown" where absent) with `overall`'s figures."""
+    by: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        by.setdefault(str(r.get("gpu") or "unknown"), []).append(r)
+    recs = [{"gpu": g, **overall(rs)} for g, rs in sorted(by.items())]
+    cols = ["gpu", "tasks", "families", "variants", "correct", "tasks_all_correct", "best_vs_eager_geomean",
+            "best_beats_eager", "naive_vs_eager_geomean", "compile_vs_eager_geomean"]
+    return pd.DataFrame(recs, columns=cols)
 
 
 def repeatability(first: Sequence[dict[str, Any]], second: Sequence[dict[str, Any]]) -> pd.DataFrame:
