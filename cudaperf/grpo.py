@@ -67,6 +67,7 @@ class GRPOSettings:
     learning_rate: float = _f(2e-5, "Peak learning rate of the policy update.")
     lora: bool = _f(False, "Train LoRA adapters (cudaperf.policy.LORA_DEFAULTS) instead of all weights.")
     quantize_4bit: bool = _f(False, "Load the starting checkpoint in 4-bit NF4 (QLoRA; CUDA only).")
+    cudnn_attention: bool = _f(False, "Let SDPA pick cuDNN attention in the update (policy.training_attention).")
     max_new_tokens: int = _f(1536, "Longest attempt, in tokens.")
     max_prompt_tokens: int = _f(6144, "Longest context of a later turn; older attempts are dropped first.")
     temperature: float = _f(1.0, "Sampling temperature of the rollouts.")
@@ -390,7 +391,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from cudaperf import prompts
+    from cudaperf import policy, prompts
     from cudaperf.harness import Harness
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -426,6 +427,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
         disable_tqdm=True, log_completions=False, weight_decay=0.0, dataloader_num_workers=0,
         remove_unused_columns=False, gradient_checkpointing=False,
     )
+    policy.training_attention(s.cudnn_attention)
     trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data,
                           processing_class=tokenizer, rollout_func=rollout, callbacks=list(callbacks))
     return trainer, rollout

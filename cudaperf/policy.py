@@ -98,6 +98,7 @@ class PolicyConfig:
     batch_size: int = _f(8, "SFT examples per device per step.")
     grad_accum: int = _f(1, "Gradient accumulation steps.")
     logging_steps: int = _f(10, "Log the training loss every this many steps.")
+    cudnn_attention: bool = _f(False, "Let PyTorch's SDPA pick cuDNN attention in training (see `training_attention`).")
     n_samples: int = _f(5, "Samples per task in evaluation (pass@1 and pass@5 come from these).")
     temperature: float = _f(0.8, "Sampling temperature (0 = greedy).")
     top_p: float = _f(0.95, "Nucleus sampling mass.")
@@ -599,6 +600,22 @@ class StepProfiler:
             self.table += "\n" + prof.key_averages().table(sort_by=key, row_limit=self.rows)
 
 
+def training_attention(cudnn: bool = False) -> bool:
+    """Turn PyTorch's cuDNN SDPA backend on or off for training; returns the previous setting.
+
+    Why off: session 15 profiled an SFT step of M on an H100 (batch 64, `--profile-steps`):
+    cuDNN's attention took 7.7 ms (forward) and 10.3 ms (backward) of CPU per call against 0.7 and
+    1.1 ms on the GPU, 1.4 s of the 2.7 s of CPU in 10 steps, 286 ms a step for 66 ms of GPU work.
+    Each batch is padded to its own longest record, so nearly every batch is a new shape for
+    which cuDNN builds an execution plan. Without it SDPA takes the flash / memory-efficient
+    kernels, which need no plan."""
+    import torch
+
+    before = torch.backends.cuda.cudnn_sdp_enabled()
+    torch.backends.cuda.enable_cudnn_sdp(bool(cudnn))
+    return before
+
+
 def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
               output_dir: str | Path,
               eval_examples: Sequence[dict] | dict[str, Sequence[dict]] | None = None,
@@ -660,6 +677,7 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
                 control.should_training_stop = True
             return control
 
+    training_attention(cfg.cudnn_attention)
     budget = _Budget()
     prof = StepProfiler(*profile_steps) if profile_steps else None
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, eval_dataset=evald,

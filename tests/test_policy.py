@@ -591,3 +591,18 @@ def test_copy_records_show_a_renamed_program_and_answer_it_verbatim():
         names.add(m.group(1))
     assert len(names) == 6, "every copy gets its own names"
     assert policy.copy_examples(TASKS[:3], copies=2, seed=5) == recs  # seeded
+
+
+def test_training_attention_switches_cudnn_sdpa_and_reports_the_previous_setting():
+    import torch
+
+    from cudaperf import policy
+
+    start = torch.backends.cuda.cudnn_sdp_enabled()
+    try:
+        policy.training_attention(True)
+        assert policy.training_attention(False) is True
+        assert torch.backends.cuda.cudnn_sdp_enabled() is False
+        assert policy.PolicyConfig().cudnn_attention is False  # off unless a profile asks
+    finally:
+        torch.backends.cuda.enable_cudnn_sdp(start)
