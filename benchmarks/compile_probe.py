@@ -19,7 +19,6 @@ import argparse
 import collections
 import json
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,20 +29,17 @@ def probe(model, tok, tasks, temperature: float, n: int, max_new_tokens: int, ba
           seed: int = 0, jobs: int = 0) -> dict:
     """One temperature's figures (see the module docstring)."""
     from cudaperf import policy
-    from cudaperf.compile import compile_many
 
-    t0 = time.perf_counter()
-    codes = policy.extract_codes(policy.sample(model, tok, tasks, n=n, temperature=temperature,
-                                               max_new_tokens=max_new_tokens, batch_size=batch_size, seed=seed))
+    codes, results, (t_sample, t_compile) = policy.sample_and_compile(
+        model, tok, tasks, n, temperature, max_new_tokens, batch_size, seed, jobs)
     flat = [(t, c) for t, row in zip(tasks, codes) for c in row]
-    t1 = time.perf_counter()
-    res = compile_many([c for _, c in flat], jobs=jobs)
+    res = [r for row in results for r in row]
     ok = sum(r.ok for r in res)
     return {"temperature": temperature, "samples": len(flat), "compiled": ok,
             "compile_rate": ok / len(flat) if flat else None,
             "signature": dict(collections.Counter(policy.signature_match(c, t) for t, c in flat)),
             "first_error": dict(collections.Counter(policy.compile_error_class(r.log)[0] for r in res if not r.ok)),
-            "sample_s": round(t1 - t0, 1), "compile_s": round(time.perf_counter() - t1, 1)}
+            "sample_s": round(t_sample, 1), "compile_s": round(t_compile, 1)}
 
 
 def main(argv=None) -> None:

@@ -13,6 +13,10 @@ up to 3 turns) and stops, checkpoints and exits after `--budget-s` seconds (defa
 resumes from the newest checkpoint (TRL `resume_from_checkpoint`), and the step log drops rows past
 that checkpoint. R_str needs a ranker trained on GPU measurements (`--ranker`, default `cudaperf.ranker.reward_model`:
 the static-feature ranker with the best in-family cross-validated accuracy); with none, only `--ablation ver_only` runs (the script says so).
+`--probe-filter K` (GRPOSettings.probe_filter): before step 1, K attempts for each of `--probe-tasks`
+candidate tasks are sampled at the rollout temperature and compiled, and the run trains only on tasks
+where one compiled (grpo.probe_filter_tasks; the counts go to data/grpo/<run>/probe_tasks.json): with
+a start policy that rarely compiles, the other groups have equal rewards and teach nothing.
 NOTE: runs/ is not versioned. A run spanning several *fresh* machines must carry runs/grpo/<run>
 (the `carry` list of the device call) or it restarts from step 0.
 
@@ -73,7 +77,7 @@ def train(args) -> None:
         over["turns"] = args.turns
     # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
     # in the run's settings.json, which records every setting used.
-    for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature"):
+    for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks"):
         if getattr(args, name):
             over[name] = getattr(args, name)
     if args.start:
@@ -82,7 +86,10 @@ def train(args) -> None:
     if s.ablation != "ver_only" and not s.ranker_path:
         sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
                  "measurements first, or run --ablation ver_only")
-    out = grpo.run_grpo(args.run, "mini", tasks=_tasks(), settings=s, root=ROOT, resume=True)
+    try:
+        out = grpo.run_grpo(args.run, "mini", tasks=_tasks(), settings=s, root=ROOT, resume=True)
+    except grpo.NoRewardSignal as e:  # said plainly; the probe's counts are in data/grpo/<run>/probe_tasks.json
+        sys.exit(f"grpo_gpu: {e}")
     log = out.log
     _log(f"{out.steps_done}/{s.steps} steps (resumed from {out.resumed_from}); "
          f"{'stopped by budget' if out.stopped_by_budget else 'finished'} in {out.seconds:.0f}s")
@@ -176,6 +183,9 @@ def main(argv=None) -> None:
     t.add_argument("--temperature", type=float, default=0.0,
                    help="rollout sampling temperature (0 = profile: 1.0); session 14's SFT-M start compiled "
                         "1 of 1,152 rollouts at 1.0 and 9 %% of its seen tasks' samples at 0.2 (CPU probe)")
+    t.add_argument("--probe-filter", type=int, default=0, help="attempts per candidate task sampled and compiled "
+                   "before step 1; train only on tasks where one compiled (grpo.probe_filter_tasks; 0 = off)")
+    t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
                    "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")

@@ -90,6 +90,10 @@ class GRPOSettings:
     logging_steps: int = _f(1, "TRL logging interval (the step log is written every step).")
     split: str = _f("train", "Task split GRPO trains on ('any' = every task given).")
     max_tasks: int = _f(0, "Use at most this many tasks (0 = all), stratified over families.")
+    probe_filter: int = _f(0, "Before step 1, sample this many attempts per candidate task at the rollout "
+                              "temperature, compile them, and train only on tasks where at least one compiled "
+                              "(probe_filter_tasks); 0 = off.")
+    probe_tasks: int = _f(256, "Candidate tasks the probe filter samples (stratified over families; 0 = all).")
     seed: int = _f(0, "Seed for data order, sampling and initialisation.")
 
     @classmethod
@@ -296,6 +300,62 @@ def select_tasks(tasks: Sequence[Task], s: GRPOSettings) -> list[Task]:
     return stratified(pool, s.max_tasks, s.seed) if s.max_tasks else sorted(pool, key=lambda t: t.task_id)
 
 
+PROBE_FILE = "probe_tasks.json"
+
+
+class NoRewardSignal(ValueError):
+    """The start policy compiled none of the probe filter's attempts: GRPO would learn nothing."""
+
+
+def probe_filter_tasks(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, run_dir: str | Path,
+                       sample_and_compile=None, log=print) -> list[Task]:
+    """The tasks GRPO can learn from with this start policy: those where at least one of
+    `s.probe_filter` attempts sampled at the rollout temperature compiled.
+
+    Why: R_ver of an attempt that does not compile is the same floor for every attempt (and R_str
+    is gated on compiling), so a group whose attempts all fail has zero reward variance and GRPO's
+    advantage is zero for all of it. Session 14's start compiled 1 of 1,152 rollouts and every
+    step had `frac_reward_zero_std` = 1: nothing was learned. Training on tasks where the policy
+    sometimes compiles is the offline form of DAPO's dynamic sampling (drop groups whose rewards
+    are all equal). A task where every probe attempt compiled stays in: correctness and speed
+    still vary there.
+
+    The choice is saved as run_dir/probe_tasks.json (ids, per-task compile counts, settings,
+    seconds) and reused on resume, so a continued run trains on the same tasks without probing
+    again. NoRewardSignal (a ValueError) when no task qualifies: GRPO would have nothing to learn from."""
+    from cudaperf import policy
+    from cudaperf.policy import stratified
+
+    path = Path(run_dir, PROBE_FILE)
+    by_id = {t.task_id: t for t in tasks}
+    if path.is_file():
+        saved = json.loads(path.read_text())
+        kept = [by_id[i] for i in saved["kept"] if i in by_id]
+        if kept:
+            log(f"probe filter: {len(kept)} tasks from {path} (probed before)")
+            return kept
+    cands = stratified(list(tasks), s.probe_tasks, s.seed) if s.probe_tasks else list(tasks)
+    sc = sample_and_compile or policy.sample_and_compile
+    _, results, (t_sample, t_compile) = sc(model, tokenizer, cands, s.probe_filter, s.temperature,
+                                           s.max_new_tokens, s.gen_batch_size, s.seed)
+    counts = {t.task_id: sum(bool(r.ok) for r in row) for t, row in zip(cands, results)}
+    kept = [t for t in cands if counts[t.task_id] > 0]
+    record = {"kept": [t.task_id for t in kept], "compiled": counts, "attempts_per_task": s.probe_filter,
+              "temperature": s.temperature, "candidates": len(cands),
+              "compile_rate": sum(counts.values()) / max(1, len(cands) * s.probe_filter),
+              "sample_s": round(t_sample, 1), "compile_s": round(t_compile, 1)}
+    Path(run_dir).mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1))
+    log(f"probe filter: {len(kept)} of {len(cands)} tasks had a compiling attempt "
+        f"({record['compile_rate']:.1%} of {len(cands) * s.probe_filter} attempts at T={s.temperature}; "
+        f"sampling {t_sample:.0f}s, nvcc {t_compile:.0f}s)")
+    if not kept:
+        raise NoRewardSignal(f"probe filter: the start policy compiled none of {len(cands) * s.probe_filter} attempts "
+                         f"at temperature {s.temperature}; GRPO would have no reward signal. Train SFT further, "
+                         "lower the temperature or raise probe_filter")
+    return kept
+
+
 def load_start_policy(s: GRPOSettings, tasks: Sequence[Task], root: str | Path = ".",
                       work_dir: str | Path | None = None):
     """(model, tokenizer, source): the SFT checkpoint when it exists, else a fresh mini model,
@@ -414,7 +474,11 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     if structural is not None:
         funcs.append(TurnReturn("str"))
         weights.append(w_str)
-    data = Dataset.from_list([{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks])
+    rows = [{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks]
+    # A probe-filtered run may keep fewer tasks than one step takes: repeat them to fill a step.
+    while rows and len(rows) < s.tasks_per_step:
+        rows += rows[:s.tasks_per_step - len(rows)]
+    data = Dataset.from_list(rows)
     cuda = torch.cuda.is_available()
     args = GRPOConfig(
         output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,
@@ -525,6 +589,9 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
         structural = StructuralReward({t.task_id: t for t in tasks}, str(Path(root, s.ranker_path)),
                                       prof.reward)
     model, tok, src = _start_policy(s, tasks, root, out_dir)
+    if s.probe_filter:
+        tasks = probe_filter_tasks(model, tok, tasks, s, run_dir,
+                                   log=logger.warning)
     # The logger reads the rollout's statistics, so it joins the trainer after construction.
     trainer, rollout = build_trainer(model, tok, tasks, s, prof, out_dir, structural, harness)
     logger_cb = StepLogger(rollout, log_path, s.time_budget_s, rows)
@@ -548,5 +615,5 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
-           "eval_gpus", "last_checkpoint", "load_start_policy", "reward_weights", "run_grpo",
+           "NoRewardSignal", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "run_grpo",
            "select_tasks", "step_row", "synthetic_ranker", "warm_start"]

@@ -761,6 +761,23 @@ def extract_codes(samples: list[list[str]]) -> list[list[str]]:
     return [[extract_code(s) for s in row] for row in samples]
 
 
+def sample_and_compile(model, tokenizer, tasks: Sequence[Task], n: int, temperature: float,
+                       max_new_tokens: int, batch_size: int, seed: int | None = 0, jobs: int = 0):
+    """(codes, results, seconds): `n` sampled translation units per task and nvcc's verdict on
+    each (`compile.compile_many` with the harness's flags; nothing is executed, so no GPU is
+    needed for the compile), rows in task order; seconds = (sampling, compiling). Shared by the
+    compile probe (benchmarks/compile_probe.py) and GRPO's task filter (grpo.probe_filter_tasks)."""
+    from cudaperf.compile import compile_many
+
+    t0 = time.perf_counter()
+    codes = extract_codes(sample(model, tokenizer, tasks, n=n, temperature=temperature,
+                                 max_new_tokens=max_new_tokens, batch_size=batch_size, seed=seed))
+    t1 = time.perf_counter()
+    flat = compile_many([c for row in codes for c in row], jobs=jobs)
+    results = [flat[i * n:(i + 1) * n] for i in range(len(codes))]
+    return codes, results, (t1 - t0, time.perf_counter() - t1)
+
+
 # --------------------------------------------------------------------------- evaluation summary
 
 

@@ -239,6 +239,10 @@ def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
     assert [f.__name__ for f in trainer.reward_funcs] == ["R_ver"]
     assert trainer.args.num_generations == s.group_size and trainer.args.loss_type == s.loss_type
     assert trainer.rollout_func is ro and ro.structural is None
+    # fewer tasks than a step takes (a probe-filtered run): the tasks repeat to fill the step
+    few, _ = grpo.build_trainer(model, tok, tasks[:1], replace(s, tasks_per_step=3), get_profile("smoke"),
+                                tmp_path / "few", structural=None, harness=ScriptedHarness())
+    assert few.train_dataset["task_id"] == [tasks[0].task_id] * 3
 
 
 def test_step_row_splits_the_step_time():
@@ -299,3 +303,30 @@ def test_a_start_folder_without_weights_is_not_loaded(tmp_path):
     assert policy.has_weights(d)
     _, _, src2 = grpo.load_start_policy(s, dev_tasks(), root=tmp_path)
     assert src2 == str(d)
+
+
+def test_probe_filter_keeps_tasks_with_a_compiling_attempt_and_reuses_its_choice(tmp_path):
+    """GRPO has a reward signal only where some attempts compile (session 14: none did)."""
+    import json
+    from types import SimpleNamespace
+
+    tasks = dev_tasks()
+    compiles = {tasks[0].task_id: [False, True, False], tasks[1].task_id: [True, True, True]}
+    calls = []
+
+    def fake(model, tok, cands, n, temperature, max_new_tokens, batch_size, seed):
+        calls.append((len(cands), n, temperature))
+        res = [[SimpleNamespace(ok=ok) for ok in compiles.get(t.task_id, [False] * n)] for t in cands]
+        return [["code"] * n for _ in cands], res, (1.0, 2.0)
+
+    s = grpo.GRPOSettings.for_profile("smoke", probe_filter=3, probe_tasks=0, temperature=0.3)
+    kept = grpo.probe_filter_tasks(None, None, tasks, s, tmp_path, sample_and_compile=fake, log=lambda m: None)
+    assert [t.task_id for t in kept] == [tasks[0].task_id, tasks[1].task_id]
+    assert calls == [(len(tasks), 3, 0.3)]  # every candidate, at the rollout temperature
+    saved = json.loads((tmp_path / grpo.PROBE_FILE).read_text())
+    assert saved["compiled"][tasks[0].task_id] == 1 and saved["compile_rate"] == pytest.approx(4 / (3 * len(tasks)))
+    again = grpo.probe_filter_tasks(None, None, tasks, s, tmp_path, sample_and_compile=fake, log=lambda m: None)
+    assert [t.task_id for t in again] == [t.task_id for t in kept] and len(calls) == 1  # resumed: no new probe
+    compiles.clear()
+    with pytest.raises(ValueError, match="no reward signal"):
+        grpo.probe_filter_tasks(None, None, tasks, s, tmp_path / "fresh", sample_and_compile=fake, log=lambda m: None)
