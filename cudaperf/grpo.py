@@ -356,6 +356,22 @@ def probe_filter_tasks(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings,
     return kept
 
 
+def read_probe_filters(data_dir: str | Path = "data/grpo"):
+    """One row per run under `data_dir` with a probe_tasks.json: candidates, tasks kept, attempts
+    per task, temperature, compile rate, seconds (notebook 05)."""
+    import pandas as pd
+
+    recs = []
+    for f in sorted(Path(data_dir).glob(f"*/{PROBE_FILE}")):
+        d = json.loads(f.read_text())
+        recs.append({"run": f.parent.name, "candidates": d.get("candidates"), "kept": len(d.get("kept", [])),
+                     "attempts_per_task": d.get("attempts_per_task"), "temperature": d.get("temperature"),
+                     "compile_rate": d.get("compile_rate"), "sample_s": d.get("sample_s"),
+                     "compile_s": d.get("compile_s")})
+    return pd.DataFrame(recs, columns=["run", "candidates", "kept", "attempts_per_task", "temperature",
+                                       "compile_rate", "sample_s", "compile_s"])
+
+
 def load_start_policy(s: GRPOSettings, tasks: Sequence[Task], root: str | Path = ".",
                       work_dir: str | Path | None = None):
     """(model, tokenizer, source): the SFT checkpoint when it exists, else a fresh mini model,
@@ -615,5 +631,5 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
-           "NoRewardSignal", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "run_grpo",
+           "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "run_grpo",
            "select_tasks", "step_row", "synthetic_ranker", "warm_start"]

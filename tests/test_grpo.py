@@ -327,6 +327,9 @@ def test_probe_filter_keeps_tasks_with_a_compiling_attempt_and_reuses_its_choice
     assert saved["compiled"][tasks[0].task_id] == 1 and saved["compile_rate"] == pytest.approx(4 / (3 * len(tasks)))
     again = grpo.probe_filter_tasks(None, None, tasks, s, tmp_path, sample_and_compile=fake, log=lambda m: None)
     assert [t.task_id for t in again] == [t.task_id for t in kept] and len(calls) == 1  # resumed: no new probe
+    table = grpo.read_probe_filters(tmp_path.parent)
+    row = table.set_index("run").loc[tmp_path.name]
+    assert (row["candidates"], row["kept"], row["attempts_per_task"]) == (len(tasks), 2, 3)
     compiles.clear()
     with pytest.raises(ValueError, match="no reward signal"):
         grpo.probe_filter_tasks(None, None, tasks, s, tmp_path / "fresh", sample_and_compile=fake, log=lambda m: None)
