@@ -144,6 +144,18 @@ def install(archive: str | Path, tasks: Sequence[Task], cache_dir: str | Path, *
     return counts
 
 
+def not_yet_measured(tasks: Sequence[Task], rows_files: Sequence[str | Path]) -> list[Task]:
+    """`tasks` less those with a measured (non-error) row in any of the JSONL `rows_files`.
+
+    Why: the torch2cuda archive is rebuilt on every fresh CPU machine (14 minutes for all 1,098
+    tasks on 2 cores) and installed on every fresh GPU machine; packing only the tasks still to
+    verify saves both."""
+    from cudaperf.torchtasks.verify import done_ids
+
+    done: set[str] = set().union(*(done_ids(Path(p)) for p in rows_files))
+    return [t for t in tasks if t.task_id not in done]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from cudaperf.tasks import load_tasks, shard_tasks
 
@@ -159,6 +171,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if name == "pack":
             p.add_argument("--out", required=True)
             p.add_argument("--jobs", type=int, default=0)
+            p.add_argument("--skip-done", nargs="*", default=[], metavar="ROWS",
+                           help="torch2cuda verification rows (data/measurements/torch2cuda_*.jsonl): tasks "
+                           "measured there are left out, so the archive holds only what is still to verify")
         else:
             p.add_argument("--archive", required=True)
             p.add_argument("--cache-dir", default=".cache/cudaperf")
@@ -168,6 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         ap.error(str(e))
     if a.cmd == "pack":
+        tasks = not_yet_measured(tasks, a.skip_done)
         print(json.dumps(pack(tasks, a.out, arch=a.arch, flags=a.flags, jobs=a.jobs)))
     else:
         counts = install(a.archive, tasks, a.cache_dir, arch=a.arch, flags=a.flags)

@@ -75,3 +75,17 @@ def test_install_refuses_another_nvcc_or_other_settings(packed, tmp_path, monkey
     counts = prebuilt.install(out, [task], tmp_path / "cache", **kw)
     assert counts["refused"] and counts["installed"] == 0
     assert not (tmp_path / "cache").exists()
+
+
+def test_not_yet_measured_leaves_out_tasks_with_a_measured_row(tmp_path):
+    import json
+
+    from cudaperf.prebuilt import not_yet_measured
+
+    tasks = dev_tasks()
+    rows = tmp_path / "torch2cuda_gpu.jsonl"
+    rows.write_text(json.dumps({"task_id": tasks[0].task_id}) + "\n"
+                    + json.dumps({"task_id": tasks[1].task_id, "error": "boom"}) + "\n")
+    left = [t.task_id for t in not_yet_measured(tasks, [rows, tmp_path / "absent.jsonl"])]
+    assert left == [t.task_id for t in tasks[1:]]  # the error row is measured again, so it is packed
+    assert len(not_yet_measured(tasks, [])) == len(tasks)
