@@ -663,7 +663,10 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
         logging_steps=cfg.logging_steps, save_strategy="no", report_to="none", seed=cfg.seed,
         bf16=bf16, use_cpu=not cuda, gradient_checkpointing=False, disable_tqdm=True,
         eval_strategy="epoch" if evald is not None else "no",
-        dataloader_num_workers=0, optim="adamw_torch_fused" if cuda else "adamw_torch", **extra,
+        # Session 15's profile: collating a batch took 28 ms of a 286 ms step in the main process;
+        # two loader processes prepare the next batches while the GPU works (none on a CPU run).
+        dataloader_num_workers=2 if cuda else 0, dataloader_persistent_workers=cuda,
+        optim="adamw_torch_fused" if cuda else "adamw_torch", **extra,
     )
 
     class _Budget(TrainerCallback):
