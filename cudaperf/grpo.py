@@ -605,12 +605,15 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
         structural = StructuralReward({t.task_id: t for t in tasks}, str(Path(root, s.ranker_path)),
                                       prof.reward)
     model, tok, src = _start_policy(s, tasks, root, out_dir)
+    budget = s.time_budget_s
     if s.probe_filter:
-        tasks = probe_filter_tasks(model, tok, tasks, s, run_dir,
-                                   log=logger.warning)
+        t_probe = time.perf_counter()
+        tasks = probe_filter_tasks(model, tok, tasks, s, run_dir, log=logger.warning)
+        if budget:  # the probe is part of the run's wall-clock budget (device calls are capped)
+            budget = max(1.0, budget - (time.perf_counter() - t_probe))
     # The logger reads the rollout's statistics, so it joins the trainer after construction.
     trainer, rollout = build_trainer(model, tok, tasks, s, prof, out_dir, structural, harness)
-    logger_cb = StepLogger(rollout, log_path, s.time_budget_s, rows)
+    logger_cb = StepLogger(rollout, log_path, budget, rows)
     trainer.add_callback(logger_cb)
     (run_dir / "settings.json").write_text(json.dumps(
         {"profile": profile_name, "start_policy": src, "tasks": len(tasks),
