@@ -123,13 +123,17 @@ class ProcCpu(Periodic):
                 acc[comm] = acc.get(comm, 0.0) + used
         return {k: round(v, 2) for k, v in sorted(acc.items(), key=lambda kv: -kv[1])}
 
+    def seconds_of(self, pid: int) -> float:
+        """CPU seconds process `pid` used during the run, as the poller saw them (0 if never seen)."""
+        return self._last.get(pid, ("", 0.0))[1] - self._start.get(pid, 0.0)
+
     def self_and_children(self) -> dict[str, float]:
         """getrusage totals over the run: this process, its waited-for children, and how much of
         the children's CPU the poller did not see (short-lived processes)."""
         me = self._ru1[0] - self._ru0[0]
         kids = self._ru1[1] - self._ru0[1]
         seen = sum(self.by_command().values())
-        mine_seen = self._last.get(os.getpid(), ("", 0.0))[1] - self._start.get(os.getpid(), 0.0)
+        mine_seen = self.seconds_of(os.getpid())
         return {"self_s": round(me, 2), "children_s": round(kids, 2),
                 "missed_children_s": round(max(0.0, kids - (seen - mine_seen)), 2)}
 

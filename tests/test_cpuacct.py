@@ -32,8 +32,9 @@ def test_a_busy_child_is_counted_under_its_command_and_earlier_cpu_is_not():
 
 
 def test_an_idle_run_reports_almost_nothing_for_this_process():
-    comm = Path(f"/proc/{os.getpid()}/comm").read_text().strip()
+    # per pid, not per command name: other processes named "python" may be busy on the machine
+    # (session 15's CI run shared it with other Python jobs and saw 0.57 s under "python")
     with ProcCpu(interval=0.05) as acct:
         time.sleep(0.3)
-    assert acct.by_command().get(comm, 0.0) < 0.2
+    assert 0.0 <= acct.seconds_of(os.getpid()) < 0.2
     assert acct.self_and_children()["children_s"] == 0.0
