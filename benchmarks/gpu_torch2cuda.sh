@@ -3,7 +3,8 @@
 # `python -m cudaperf.torchtasks.verify` resuming from the committed rows for the time left of
 # BUDGET_S (a hard limit kills what still runs, so nothing outlives the call's budget), then
 # (KB_S > 0) the KernelBench self-check on level 1. Carry .whl, .prebuilt/torch2cuda.tar.gz and,
-# for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. Copy $OUT/torch2cuda_<gpu>.jsonl to
+# for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. PREBUILT names another archive, e.g. one packed
+# with `prebuilt pack --skip-done` for only the tasks not yet measured (smaller, installs faster). Copy $OUT/torch2cuda_<gpu>.jsonl to
 # data/measurements/ and the logs to data/bench/.
 #   BUDGET_S=520 PROCS=12 TEST_S=120 KB_S=0 bash benchmarks/gpu_torch2cuda.sh
 #   Copy the rows back BEFORE the next call, even on a machine still warm: each call's tree is yours,
@@ -28,7 +29,7 @@ LEFT=$(( END - SECONDS - KB ))
 # from its own start (a fresh machine's prebuilt install comes out of them), before this timeout
 if [ "$LEFT" -ge 150 ]; then
   timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
-    --prebuilt .prebuilt/torch2cuda.tar.gz --skip-done data/measurements/torch2cuda_*.jsonl --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
+    --prebuilt "${PREBUILT:-.prebuilt/torch2cuda.tar.gz}" --skip-done data/measurements/torch2cuda_*.jsonl --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
     --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
   echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
 else
