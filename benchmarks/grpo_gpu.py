@@ -82,6 +82,8 @@ def train(args) -> None:
             over[name] = getattr(args, name)
     if args.start:
         over["start_from"] = args.start
+    if args.lr:
+        over["learning_rate"] = args.lr
     s = grpo.GRPOSettings.for_profile("mini", **over)
     if s.ablation != "ver_only" and not s.ranker_path:
         sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
@@ -185,6 +187,7 @@ def main(argv=None) -> None:
                         "1 of 1,152 rollouts at 1.0 and 9 %% of its seen tasks' samples at 0.2 (CPU probe)")
     t.add_argument("--probe-filter", type=int, default=0, help="attempts per candidate task sampled and compiled "
                    "before step 1; train only on tasks where one compiled (grpo.probe_filter_tasks; 0 = off)")
+    t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
                    "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")

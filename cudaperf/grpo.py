@@ -94,6 +94,8 @@ class GRPOSettings:
                               "temperature, compile them, and train only on tasks where at least one compiled "
                               "(probe_filter_tasks); 0 = off.")
     probe_tasks: int = _f(256, "Candidate tasks the probe filter samples (stratified over families; 0 = all).")
+    probe_batch_size: int = _f(512, "Sequences the probe filter generates per batch: decoding a small policy is "
+                                    "overhead-bound, so one wide batch costs about what a batch of 128 does.")
     seed: int = _f(0, "Seed for data order, sampling and initialisation.")
 
     @classmethod
@@ -336,8 +338,12 @@ def probe_filter_tasks(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings,
             return kept
     cands = stratified(list(tasks), s.probe_tasks, s.seed) if s.probe_tasks else list(tasks)
     sc = sample_and_compile or policy.sample_and_compile
+    # said before the work: session 16's first probe (1,024 attempts in batches of 128) ran for
+    # minutes without a line and a device call's limit cut it
+    log(f"probe filter: sampling {s.probe_filter} attempts for each of {len(cands)} tasks at T={s.temperature} "
+        f"(batches of {s.probe_batch_size}), then compiling them")
     _, results, (t_sample, t_compile) = sc(model, tokenizer, cands, s.probe_filter, s.temperature,
-                                           s.max_new_tokens, s.gen_batch_size, s.seed)
+                                           s.max_new_tokens, max(s.gen_batch_size, s.probe_batch_size), s.seed)
     counts = {t.task_id: sum(bool(r.ok) for r in row) for t, row in zip(cands, results)}
     kept = [t for t in cands if counts[t.task_id] > 0]
     record = {"kept": [t.task_id for t in kept], "compiled": counts, "attempts_per_task": s.probe_filter,
