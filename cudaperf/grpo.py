@@ -78,6 +78,9 @@ class GRPOSettings:
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
+    share_runner: bool = _f(True, "Harness share_runner for the rollouts: a step's attempts at one task are judged one "
+                                  "after another in one runner (one CUDA context per task, not per attempt; "
+                                  "cudaperf.sharedrunner). Same checks and timing per attempt.")
     eval_gpu: str = _f("auto", "Harness GPUs: 'auto' (own GPU when >= 2, else shared), or a comma list.")
     model_size: str = _f("M", "Mini policy size to build when no start checkpoint is found.")
     start_from: str = _f("data/models/sft-M", "SFT checkpoint to start from (mini/paper); used when it exists.")
@@ -486,7 +489,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     if structural is not None:
         structural.reward_config = rcfg
     if harness is None:
-        harness = Harness(replace(profile.harness, gpus=eval_gpus(s)))
+        harness = Harness(replace(profile.harness, gpus=eval_gpus(s), share_runner=s.share_runner))
     rollout = MultiTurnRollout(tasks, harness, rcfg, structural, turns=s.turns, gamma=s.gamma,
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
