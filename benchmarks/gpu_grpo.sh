@@ -48,6 +48,11 @@ fi
 if [ "$EXPORT_SFT" = 1 ] && [ -f "$START/config.json" ]; then
   tar cf - -C "$(dirname "$START")" "$(basename "$START")" | gzip -1 | split -b 15M - "$OUT/$(basename "$START").tgz."
 fi
+# Snapshot data/grpo/<run> into $OUT every 20 s: a device call cut by its limit returns what is under
+# $OUT, so the steps logged so far survive (session 16 lost a cut call's work).
+snapshot() { [ -d "data/grpo/$RUN" ] && tar czf "$OUT/.grpo_snap.tgz" -C data/grpo "$RUN" 2>/dev/null \
+  && mv "$OUT/.grpo_snap.tgz" "$OUT/grpo_$RUN.tar.gz"; }
+( while sleep 20; do snapshot; done ) & SNAP_PID=$!
 # The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
 if [ "$GRPO_S" -gt 0 ]; then
 timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.py train --run "$RUN" \
@@ -62,5 +67,6 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
 echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
-[ -d "data/grpo/$RUN" ] && tar czf "$OUT/grpo_$RUN.tar.gz" -C data/grpo "$RUN"
+kill "$SNAP_PID" 2>/dev/null; wait "$SNAP_PID" 2>/dev/null
+snapshot; rm -f "$OUT/.grpo_snap.tgz"
 ls -la "$OUT"
