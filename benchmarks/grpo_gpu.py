@@ -34,6 +34,7 @@ downloaded.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -137,7 +138,7 @@ def evaluate(args) -> None:
         del model
         if dev == "cuda":
             torch.cuda.empty_cache()
-    harness = Harness(get_profile("mini").harness)
+    harness = Harness(dataclasses.replace(get_profile("mini").harness, share_runner=True))  # a task's samples share a runner
     harness.prepare(tasks)
     items, keys = [], []
     for name, rows in samples.items():

@@ -35,6 +35,7 @@ tree-sitter + tree-sitter-cuda for the harness's features. `eval` needs no trl.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -266,7 +267,7 @@ def evaluate(args) -> None:
         if missing:
             raise SystemExit(f"{path} holds tasks outside this evaluation slice (e.g. {sorted(missing)[0]}): "
                              "sample again with the same --split/--eval-tasks/--shard")
-    harness = Harness(get_profile("mini").harness)
+    harness = Harness(dataclasses.replace(get_profile("mini").harness, share_runner=True))  # a task's samples share a runner
     t0 = time.perf_counter()
     bad = harness.prepare(tasks)
     items = [(size, r) for size in args.size for r in per_model[size]]
