@@ -61,9 +61,10 @@ def pick_variants(tasks: list[Task], n: int, seed: int) -> list[tuple[Task, str,
 
 
 def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int, gpus: str = "all",
-               share_runner: bool = False) -> dict:
+               share_runner: bool = False, keep_runners: int = 0) -> dict:
     h = Harness(get_profile("mini", **{"harness.cache_dir": cache, "harness.gpus": gpus,
-                                       "harness.share_runner": share_runner}).harness,
+                                       "harness.share_runner": share_runner or keep_runners > 0,
+                                       "harness.keep_runners": keep_runners}).harness,
                 workers_per_gpu=workers_per_gpu)
     # Per-task one-off work (references on the CPU, the naive build) is measured apart: it is
     # paid once per task, not per candidate. Then the compile cache is emptied again, so every
@@ -93,8 +94,10 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "per_minute_with_prepare": len(res) / (wall + prep_s) * 60,
             "perf_references_prepared": h.memory_references_fit(tasks_used),
             "status_counts": status, "stage_seconds_sum": stage, "cpu_cores": os.cpu_count(),
-            "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu, "share_runner": share_runner,
+            "gpus": len(h.gpus), "workers_per_gpu": workers_per_gpu, "share_runner": share_runner or keep_runners > 0,
+            "keep_runners": keep_runners,
             "in_shared_runners": sum("shared_runner" in r.timings for r in res),
+            "in_kept_runners": sum(r.timings.get("runner_reused", 0) > 0 for r in res),
             # Where the time went: runner requests by command (seconds waited for replies, summed
             # over threads), the machine's CPU busy share over the run (saturated CPUs vs a slow
             # step), and the harness threads' Python stacks.
@@ -183,10 +186,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--gpu-sets", nargs="+", default=["all"],
                     help="harness GPU sets for the throughput runs, e.g. '0' '0,1': one cold run per set and "
                          "workers value (the pool over one GPU against two)")
-    ap.add_argument("--runners", nargs="+", default=["own"], choices=["own", "shared"],
+    ap.add_argument("--runners", nargs="+", default=["own"], choices=["own", "shared", "kept"],
                     help="own: a fresh runner per candidate (the default harness); shared: "
-                         "HarnessConfig.share_runner (clean candidates of a task share runners); one cold "
-                         "throughput run per value")
+                         "HarnessConfig.share_runner (clean candidates of a task share runners); kept: shared "
+                         "runners also kept from task to task (HarnessConfig.keep_runners = --keep-limit); one "
+                         "cold throughput run per value")
+    ap.add_argument("--keep-limit", type=int, default=64, help="candidates a kept runner judges before it is "
+                    "replaced (--runners kept)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
@@ -210,9 +216,10 @@ def main(argv: list[str] | None = None) -> int:
     if "throughput" not in a.skip:
         for mode, gs, w in itertools.product(a.runners, a.gpu_sets, a.workers_per_gpu):
             run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
-            r = throughput(items, run_cache, w, gs, share_runner=mode == "shared")
+            r = throughput(items, run_cache, w, gs, share_runner=mode == "shared",
+                           keep_runners=a.keep_limit if mode == "kept" else 0)
             shutil.rmtree(run_cache, ignore_errors=True)
-            key = (str(w) if gs == "all" else f"{w}@gpus={gs}") + ("@shared" if mode == "shared" else "")
+            key = (str(w) if gs == "all" else f"{w}@gpus={gs}") + ("" if mode == "own" else f"@{mode}")
             out.setdefault("throughput_by_workers", {})[key] = r
             out.setdefault("throughput", r)
             print(f"throughput, {mode} runners, {w} workers per GPU on GPUs {gs} ({r['gpus']}): "

@@ -75,6 +75,10 @@ class HarnessConfig:
                                    "group (the driver creates ~4.5 per second on the H200). Same checks, timing and "
                                    "spot check per candidate; anything flagged, and anything that goes wrong, gets a "
                                    "runner of its own (cudaperf.sharedrunner).")
+    keep_runners: int = _f(0, "With share_runner: a shared runner that ended its task's group normally is kept for "
+                              "the next task's group (its call shim swapped, its scratch emptied) until it has judged "
+                              "this many candidates; 0 = a fresh runner per group. Saves a CUDA context per task "
+                              "(cudaperf.keptrunners says what a kept runner may carry over and why that is safe).")
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")

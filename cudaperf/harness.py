@@ -47,6 +47,7 @@ from cudaperf.compile import compile_candidate, detect_arch, toolchain_id
 from cudaperf.config import L2_FLUSH_BYTES, HarnessConfig, get_profile
 from cudaperf.gpulock import GpuLock
 from cudaperf.inputcache import InputFiles
+from cudaperf.keptrunners import KeptRunners
 from cudaperf.inputs import make_inputs
 from cudaperf.reference import reference_outputs
 from cudaperf.result import INTERNAL_ERROR, EvalResult
@@ -124,6 +125,7 @@ class Harness:
         self._clean_mu = threading.Lock()
         self._clean_inflight: dict[tuple, threading.Event] = {}  # baselines being measured now
         self._clean_pool: ThreadPoolExecutor | None = None  # measures them beside the candidates
+        self._kept = KeptRunners()  # shared runners kept across tasks (cfg.keep_runners)
 
     # ------------------------------------------------------------------ environment
     def _select_gpus(self) -> list[int]:
@@ -596,9 +598,10 @@ class Harness:
         _, a = _fields(rep, 2)
         return _median_cv(_floats(a, cfg.reps))[0]
 
-    def _init_runner(self, runner: gpuworker.Runner, shim: Path, gpu: int) -> tuple[str, str]:
-        """Load the call shim and create the runner's CUDA context; (GPU name, compute capability)."""
-        shim_name = runner.stage(shim, "shim.so")
+    def _init_runner(self, runner: gpuworker.Runner, shim: Path, gpu: int, name: str = "") -> tuple[str, str]:
+        """Load the call shim and create the runner's CUDA context; (GPU name, compute capability).
+        `name`: the shim already staged under that name (a kept runner names every library once)."""
+        shim_name = name or runner.stage(shim, "shim.so")
         # Not under the GPU lock: init creates the context and allocates the flush buffer (no
         # kernel, and no candidate code is loaded yet), and it is slow -- 0.63 s on average on the
         # H200 under load (data/bench/verify_profile_nvidia-h200_session7.log). Held shared, every
@@ -871,6 +874,7 @@ class Harness:
         return self._compare_outputs(task, test, outdir, ref, base)
 
     def close(self) -> None:
+        self._kept.close()
         if self._clean_pool is not None:
             self._clean_pool.shutdown(wait=True)
         if self.store is not None:

@@ -25,7 +25,7 @@ def throughput_table(bench_dir: str | Path = "data/bench") -> pd.DataFrame:
         for key, r in (d.get("throughput_by_workers") or {}).items():
             n = max(1, int(r.get("candidates") or 0))
             row = {"file": f.name, "gpu": d.get("gpu"), "run": key, "workers_per_gpu": r.get("workers_per_gpu"),
-                   "runners": "shared" if r.get("share_runner") else "own",
+                   "runners": "kept" if r.get("keep_runners") else "shared" if r.get("share_runner") else "own",
                    "per_minute": r.get("per_minute"), "candidates": r.get("candidates")}
             stages = r.get("stage_seconds_sum") or {}
             row.update({s: stages.get(s, 0.0) / n for s in STAGES})

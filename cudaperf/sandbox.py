@@ -499,6 +499,11 @@ def make_scratch(base: str | Path | None = None, *, uid: int | None = None, pref
 
 def cleanup_scratch(path: str | Path) -> None:
     """Remove a scratch dir, whatever modes the sandboxed process left on its contents."""
+    remove_path(path)
+
+
+def remove_path(path: str | Path) -> None:
+    """Remove a file or a directory tree, whatever modes the sandboxed process left on it."""
     path = Path(path)
 
     def onerror(func, p, exc):  # noqa: ANN001 - shutil's callback signature
@@ -509,7 +514,9 @@ def cleanup_scratch(path: str | Path) -> None:
         except OSError:
             pass
 
-    if path.exists():
+    if path.is_symlink() or path.is_file():
+        path.unlink(missing_ok=True)
+    elif path.exists():
         shutil.rmtree(path, onerror=onerror)
 
 

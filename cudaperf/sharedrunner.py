@@ -41,7 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Sequence
 
-from cudaperf import gpuworker
+from cudaperf import gpuworker, keptrunners
 from cudaperf.result import EvalResult
 from cudaperf.tasks import Task
 
@@ -184,7 +184,8 @@ def _device_free(runner: gpuworker.Runner) -> int | None:
 
 def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
                 ) -> tuple[list[EvalResult], gpuworker.RunnerDied | str | None]:
-    """Judge `todo` in order in one fresh runner until one kills it or leaks device memory.
+    """Judge `todo` in order in one runner -- fresh, or kept from an earlier group with
+    `keep_runners` (cudaperf.keptrunners) -- until one kills it or leaks device memory.
     Returns (filled copies of the records judged, why it stopped: the RunnerDied, "retired"
     after a leak, or None when all were judged). Raises if the runner cannot be set up (no
     candidate has run in it then)."""
@@ -199,55 +200,79 @@ def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
     lock = h._locks[gpu]
     lock.take_stats()
     done: list[EvalResult] = []
+    kept: keptrunners.Kept | None = None
+    why: gpuworker.RunnerDied | str | None = "setup"  # anything but None shuts the runner down
     try:
-        with h._runner(gpu, slot) as (runner, scratch):
+        t = time.perf_counter()
+        kept = h._kept.take(gpu) if h.cfg.keep_runners else None
+        if kept is not None:
+            try:
+                keptrunners.switch_task(kept, shim)
+            except (gpuworker.RunnerDied, RuntimeError) as e:  # no candidate of this task ran in it yet
+                log.info("task %s: kept runner not usable (%s); starting a fresh one", task.task_id, e)
+                kept.close()
+                kept = None
+        if kept is None:
+            kept = keptrunners.start(h, gpu, slot, shim)
+        runner, scratch = kept.runner, kept.scratch
+        rep = runner.request(f"load 0 {kept.stage(base_so, 'base')} {task.entry}")
+        if not rep.startswith("ok"):
+            raise RuntimeError(f"baseline failed to load: {rep}")
+        start = round(time.perf_counter() - t, 4)
+        # The naive variant alone, before any candidate of this task is loaded: the clean baseline.
+        key = (task_fingerprint(task), gpu)
+        with h._clean_mu:
+            clean = h._clean_base.get(key)
+        if clean is None:
+            clean = h._time_naive_alone(task, runner, scratch, gpu, 0)
+            with h._clean_mu:  # two runners of a task measured at once: one number for both
+                clean = h._clean_base.setdefault(key, clean)
+        if kept.free0 is None:
+            kept.free0 = _device_free(runner)
+        for k, (rec, so_path) in enumerate(todo):
+            res = copy.deepcopy(rec)  # the original stays untouched for a fallback
+            res.gpu, res.versions["compute_capability"] = kept.gpu_name, kept.cc
             t = time.perf_counter()
-            gpu_name, cc = h._init_runner(runner, shim, gpu)
-            rep = runner.request(f"load 0 {runner.stage(base_so, 'base.so')} {task.entry}")
-            if not rep.startswith("ok"):
-                raise RuntimeError(f"baseline failed to load: {rep}")
-            start = round(time.perf_counter() - t, 4)
-            # The naive variant alone, before any candidate is loaded: the clean baseline.
-            key = (task_fingerprint(task), gpu)
-            with h._clean_mu:
-                clean = h._clean_base.get(key)
-            if clean is None:
-                clean = h._time_naive_alone(task, runner, scratch, gpu, 0)
-                with h._clean_mu:  # two runners of a task measured at once: one number for both
-                    clean = h._clean_base.setdefault(key, clean)
-            free0 = _device_free(runner)
-            for k, (rec, so_path) in enumerate(todo):
-                res = copy.deepcopy(rec)  # the original stays untouched for a fallback
-                res.gpu, res.versions["compute_capability"] = gpu_name, cc
-                t = time.perf_counter()
+            try:
+                rep = runner.request(f"load {k + 1} {kept.stage(so_path, 'cand')} {task.entry}")
+                if not rep.startswith("ok"):
+                    if rep.startswith("cuda"):  # load-time device work broke the context
+                        raise gpuworker.RunnerDied("load", rep)
+                    h._note_load_failure(res, rep)
+                else:
+                    h._judge_loaded(task, runner, scratch, gpu, res, cand=k + 1, base=0)
+            except gpuworker.RunnerDied as e:
+                log.info("task %s: shared runner died on candidate %d: %s", task.task_id, k, e)
+                why = e
+                return done, e
+            kept.judged += 1
+            h._note_clean_baseline(res, clean)
+            res.timings.update(waits)
+            res.timings.update(lock.take_stats())
+            res.timings.update({"runner_start": start, "shared_runner": len(todo), "shared_position": k,
+                                "runner_reused": kept.groups})
+            res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
+            done.append(res)
+            # After every candidate but the last -- and after the last too when the runner may be
+            # kept for another task -- a leak retires the runner.
+            if k + 1 < len(todo) or h.cfg.keep_runners:
                 try:
-                    name = runner.stage(so_path, f"cand{k}.so")
-                    rep = runner.request(f"load {k + 1} {name} {task.entry}")
-                    if not rep.startswith("ok"):
-                        if rep.startswith("cuda"):  # load-time device work broke the context
-                            raise gpuworker.RunnerDied("load", rep)
-                        h._note_load_failure(res, rep)
-                    else:
-                        h._judge_loaded(task, runner, scratch, gpu, res, cand=k + 1, base=0)
-                except gpuworker.RunnerDied as e:
-                    log.info("task %s: shared runner died on candidate %d: %s", task.task_id, k, e)
-                    return done, e
-                h._note_clean_baseline(res, clean)
-                res.timings.update(waits)
-                res.timings.update(lock.take_stats())
-                res.timings.update({"runner_start": start, "shared_runner": len(todo), "shared_position": k})
-                res.timings["total"] = round(res.timings.get("total", 0.0) + time.perf_counter() - t, 4)
-                done.append(res)
-                if k + 1 < len(todo):
-                    try:
-                        now = _device_free(runner)
-                    except gpuworker.RunnerDied as e:  # died after its verdict: the rest start afresh
-                        log.info("task %s: shared runner died after candidate %d: %s", task.task_id, k, e)
-                        return done, "retired"
-                    if free0 is None or now is None or free0 - now > LEAK_LIMIT_BYTES:
-                        log.info("task %s: candidate %d left %s bytes of device memory; fresh runner for the rest",
-                                 task.task_id, k, None if free0 is None or now is None else free0 - now)
-                        return done, "retired"
+                    now = _device_free(runner)
+                except gpuworker.RunnerDied as e:  # died after its verdict: the rest start afresh
+                    log.info("task %s: shared runner died after candidate %d: %s", task.task_id, k, e)
+                    why = "retired"
+                    return done, why
+                if kept.free0 is None or now is None or kept.free0 - now > LEAK_LIMIT_BYTES:
+                    log.info("task %s: candidate %d left %s bytes of device memory; fresh runner for the rest",
+                             task.task_id, k, None if kept.free0 is None or now is None else kept.free0 - now)
+                    why = "retired"
+                    return done, why if k + 1 < len(todo) else None
+        why = None
     finally:
+        if kept is not None:
+            if h.cfg.keep_runners:
+                h._kept.give_back(kept, why is None, h.cfg.keep_runners)
+            else:
+                kept.close()
         h._slots.put(slot)
     return done, None

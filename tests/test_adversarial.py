@@ -318,10 +318,12 @@ def _log_rows(cases, results) -> list[dict]:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("share", [False, True], ids=["own_runner", "shared_runner"])
-def test_suite_gpu(tmp_path, monkeypatch, share):
-    """The whole suite in one batch; with `share`, HarnessConfig.share_runner: the candidates the
-    scan finds clean share runners per task (cudaperf.sharedrunner) and must get the same outcomes."""
+@pytest.mark.parametrize("mode", ["own", "shared", "kept"], ids=["own_runner", "shared_runner", "kept_runner"])
+def test_suite_gpu(tmp_path, monkeypatch, mode):
+    """The whole suite in one batch; "shared": HarnessConfig.share_runner: the candidates the
+    scan finds clean share runners per task (cudaperf.sharedrunner) and must get the same
+    outcomes; "kept": those runners also go on from one task to the next (keep_runners)."""
+    share = mode != "own"
     from cudaperf.harness import Harness
 
     root = os.geteuid() == 0
@@ -337,7 +339,8 @@ def test_suite_gpu(tmp_path, monkeypatch, share):
                               env={**os.environ, "CUDAPERF_ADV_SECRET": secret})
     listener = _Listener(LISTEN_PORT)
     profile = os.environ.get("CUDAPERF_ADV_PROFILE", "smoke")
-    cfg = get_profile(profile, **{"harness.cache_dir": str(tmp_path / "cache"), "harness.share_runner": share}).harness
+    cfg = get_profile(profile, **{"harness.cache_dir": str(tmp_path / "cache"), "harness.share_runner": share,
+                                  "harness.keep_runners": 64 if mode == "kept" else 0}).harness
     h = Harness(cfg)
     marker = str(h.scratch_base)
     before = set(stray_processes(marker, root))  # e.g. left by earlier tests: not this batch's
@@ -353,6 +356,7 @@ def test_suite_gpu(tmp_path, monkeypatch, share):
             reruns = again.evaluate_many([(TASKS[c.task_id], c.source) for c in controls])
         finally:
             again.close()
+        h._kept.close()  # runners kept for a next task are not strays: shut them before looking
         deadline = time.monotonic() + 20  # killed runners may take a while to tear down a context
         strays = {p: d for p, d in stray_processes(marker, root).items() if p not in before}
         while strays and time.monotonic() < deadline:
@@ -368,15 +372,16 @@ def test_suite_gpu(tmp_path, monkeypatch, share):
     if os.environ.get("CUDAPERF_ADV_LOG"):
         log_path = os.environ["CUDAPERF_ADV_LOG"]
         if share:
-            log_path = log_path.replace(".jsonl", "") + "_shared.jsonl"
+            log_path = log_path.replace(".jsonl", "") + f"_{mode}.jsonl"
         with open(log_path, "w") as fh:
             for row in rows:
                 fh.write(json.dumps(row) + "\n")
     for row in rows:
         print(f"{row['name']:28s} {row['expect']:22s} {row['status']:13s} {row['reward']:7.3f} "
               f"{row['seconds'] or 0:7.1f}s {','.join(row['flags'])} | {row['message'][:80]}")
-    print(f"{len(cases)} candidates in {wall:.0f} s (root={root}, profile={profile}, share_runner={share}, "
-          f"{sum('shared_runner' in r.timings for r in results)} in shared runners)")
+    print(f"{len(cases)} candidates in {wall:.0f} s (root={root}, profile={profile}, runners={mode}, "
+          f"{sum('shared_runner' in r.timings for r in results)} in shared runners, "
+          f"{sum(r.timings.get('runner_reused', 0) > 0 for r in results)} in kept ones)")
 
     problems = []
     assert len(results) == len(cases)

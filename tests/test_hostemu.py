@@ -433,3 +433,69 @@ def test_runner_reuses_freed_host_buffers_without_leaking_their_bytes(tmp_path):
         assert (got == 0x7FFFFFFF).all()
     finally:
         r.close()
+
+
+def _saxpy_task():
+    """dev/saxpy_f32 (another signature than row_sum: a scalar and an inout buffer) at CPU sizes."""
+    d = copy.deepcopy([t for t in dev_tasks() if t.task_id == "dev/saxpy_f32"][0].to_dict())
+    d["task_id"] = "emu/saxpy_f32"
+    for test in d["tests"]:
+        if test.get("perf"):
+            test["sizes"] = {"n": 200_003}
+    return task_from_dict(d)
+
+
+SAXPY = _saxpy_task()
+
+
+@pytest.fixture()
+def kept(emu):
+    """The emulated harness with shared runners kept across tasks (up to 6 candidates each)."""
+    import dataclasses
+
+    old = emu.cfg
+    emu._kept.close()  # no runner kept by an earlier test
+    emu._kept = H.KeptRunners()
+    emu.cfg = dataclasses.replace(old, share_runner=True, keep_runners=6)
+    yield emu
+    emu._kept.close()
+    emu._kept = H.KeptRunners()
+    emu.cfg = old
+
+
+def test_kept_runner_serves_the_next_task_with_its_own_shim(kept):
+    """A runner kept after row_sum's group judges saxpy's candidates (another call shim, other
+    input files under the same test names) exactly as a fresh runner does, then row_sum's again."""
+    (a,) = kept.evaluate_many([(TASK, REF + "\n// k0\n")])
+    assert a.status == "correct" and a.timings["runner_reused"] == 0, (a.message, a.failures)
+    s_ok, s_zero = kept.evaluate_many([(SAXPY, SAXPY.reference + "\n// k1\n"),
+                                       (SAXPY, SAXPY.reference.replace("y[i] =", "y[i] = 0.0f *") + "\n// k1\n")])
+    assert s_ok.status == "correct" and s_ok.pass_rate == 1.0, (s_ok.message, s_ok.failures)
+    assert s_zero.status == "wrong", s_zero.message
+    # 2 slots, one candidate each: one of them takes the kept runner, the other a fresh one
+    assert sorted(r.timings["runner_reused"] for r in (s_ok, s_zero)) == [0, 1]
+    assert s_ok.timings["shared_runner"] == 1
+    assert s_ok.baseline_clean_ms > 0 and s_ok.speedup > 0
+    b, z = kept.evaluate_many([(TASK, REF + "\n// k2\n"), (TASK, ZEROS + "\n// k2\n")])
+    assert (b.status, z.status) == ("correct", "wrong"), (b.message, b.failures)
+    assert max(b.timings["runner_reused"], z.timings["runner_reused"]) >= 1
+
+
+def test_kept_runner_is_shut_down_after_a_death_a_leak_or_its_limit(kept, monkeypatch):
+    import cudaperf.sharedrunner as sr
+
+    monkeypatch.setattr(sr, "chunk_size", lambda n, groups, slots: n)  # one runner per task
+    (a,) = kept.evaluate_many([(TASK, REF + "\n// s0\n")])
+    seg, after = kept.evaluate_many([(TASK, SEGFAULT + "\n// s1\n"), (TASK, REF + "\n// s1\n")])
+    assert seg.status == "crashed" and "note:shared_fallback" in seg.flags
+    assert after.status == "correct" and after.timings["runner_reused"] == 0  # the kept one died: a fresh one
+    (leak,) = kept.evaluate_many([(TASK, LEAKS + "\n// s2\n")])
+    assert leak.status == "correct" and leak.timings["runner_reused"] == 1  # `after`'s runner, kept
+    (c,) = kept.evaluate_many([(SAXPY, SAXPY.reference + "\n// s3\n")])
+    assert c.status == "correct" and c.timings["runner_reused"] == 0  # the leak retired it
+    x = kept.evaluate_many([(TASK, REF + f"\n// s4 {i}\n") for i in range(5)])  # 1 + 5 = the limit of 6
+    assert [r.timings["runner_reused"] for r in x] == [1] * 5
+    (d,) = kept.evaluate_many([(TASK, REF + "\n// s5\n")])
+    assert d.timings["runner_reused"] == 0  # shut down at its limit
+    kept._kept.close()
+    assert not kept._kept._idle
