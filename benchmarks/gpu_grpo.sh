@@ -32,6 +32,17 @@ EVAL_S=${EVAL_S:-90}
 SFT_ARGS=${SFT_ARGS:-}
 START=${START:-runs/models/sft-M}
 EXPORT_SFT=${EXPORT_SFT:-0}
+# On a machine kept warm between calls, runs/ (ignored, so left in place) still holds the checkpoint
+# and the SFT start, but data/grpo/<run> (not ignored) is replaced by the caller's tree: keep a copy
+# of the step log under runs/ and restore it when the caller's tree lacks it, so `train` resumes
+# with its log intact.
+if [ ! -d "data/grpo/$RUN" ] && [ -d "runs/grpo_data/$RUN" ]; then
+  mkdir -p data/grpo && cp -r "runs/grpo_data/$RUN" "data/grpo/$RUN" && echo "== restored data/grpo/$RUN from runs/grpo_data"
+fi
+if [ "$SFT_S" -eq 0 ] && [ ! -f "$START/config.json" ]; then
+  # A fresh machine keeps nothing: say so at once instead of training GRPO from a random model.
+  echo "gpu_grpo.sh: SFT_S=0 but no start policy at $START (carry it, or set SFT_S)" >&2; exit 3
+fi
 if [ "$SFT_S" -gt 0 ]; then
   timeout -s ABRT $(( SFT_S + 90 )) python3 -X faulthandler benchmarks/sft_gpu.py train --size M \
     --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
@@ -51,7 +62,8 @@ fi
 # Snapshot data/grpo/<run> into $OUT every 20 s: a device call cut by its limit returns what is under
 # $OUT, so the steps logged so far survive (session 16 lost a cut call's work).
 snapshot() { [ -d "data/grpo/$RUN" ] && tar czf "$OUT/.grpo_snap.tgz" -C data/grpo "$RUN" 2>/dev/null \
-  && mv "$OUT/.grpo_snap.tgz" "$OUT/grpo_$RUN.tar.gz"; }
+  && mv "$OUT/.grpo_snap.tgz" "$OUT/grpo_$RUN.tar.gz" \
+  && mkdir -p runs/grpo_data && rm -rf "runs/grpo_data/$RUN" && cp -r "data/grpo/$RUN" runs/grpo_data/; }
 ( while sleep 20; do snapshot; done ) & SNAP_PID=$!
 # The trainer stops itself at --budget-s and checkpoints; the hard limit is only for a hang.
 if [ "$GRPO_S" -gt 0 ]; then
