@@ -18,7 +18,8 @@
 # (e.g. "--split infamily --temperature 0.3").
 # To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
-# logs; unpack it into data/grpo/.
+# logs; unpack it into data/grpo/. Back-to-back calls on a warm machine (idle release ~30 s) keep runs/
+# as long as the call does not carry it: the next call resumes from the checkpoint left there.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 RUN=${RUN:-mini-M-both}
@@ -71,6 +72,15 @@ timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.p
   --ablation "$ABLATION" --start "$START" --budget-s "$GRPO_S" \
   $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
+fi
+# EXPORT_GRPO=1: the newest checkpoint without optimizer.pt (Adam moments: 4x the weights, too big
+# to carry back) and the run's start_policy, as grpo-<run>.tgz.aa, .ab, ... in $OUT. If the next call
+# finds a fresh machine, unpack them into runs/grpo/ and carry runs/grpo/<run>: `eval` works as on a
+# warm machine, and `train` resumes its step count with fresh optimizer moments (say so).
+if [ "${EXPORT_GRPO:-0}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
+  ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -t- -k2 -n | tail -1)
+  tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/start_policy" "$RUN/$(basename "$ck")" | gzip -1 \
+    | split -b 15M - "$OUT/grpo-$RUN.tgz."
 fi
 if [ "$EVAL_TASKS" -gt 0 ]; then
   timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
