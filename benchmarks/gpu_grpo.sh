@@ -78,7 +78,7 @@ fi
 # finds a fresh machine, unpack them into runs/grpo/ and carry runs/grpo/<run>: `eval` works as on a
 # warm machine, and `train` resumes its step count with fresh optimizer moments (say so).
 if [ "${EXPORT_GRPO:-0}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
-  ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -t- -k2 -n | tail -1)
+  ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1)
   tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/start_policy" "$RUN/$(basename "$ck")" | gzip -1 \
     | split -b 15M - "$OUT/grpo-$RUN.tgz."
 fi
