@@ -34,7 +34,6 @@ downloaded.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 import time
@@ -116,8 +115,6 @@ def evaluate(args) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from cudaperf import policy
-    from cudaperf.config import get_profile
-    from cudaperf.harness import Harness
 
     run_dir = ROOT / "data/grpo" / args.run
     start = ROOT / "runs/grpo" / args.run / "start_policy"
@@ -138,7 +135,7 @@ def evaluate(args) -> None:
         del model
         if dev == "cuda":
             torch.cuda.empty_cache()
-    harness = Harness(dataclasses.replace(get_profile("mini").harness, share_runner=True))  # a task's samples share a runner
+    harness = policy.judge_harness()  # shared runners, JUDGE_RUNNERS_PER_GPU slots
     harness.prepare(tasks)
     items, keys = [], []
     for name, rows in samples.items():

@@ -35,7 +35,6 @@ tree-sitter + tree-sitter-cuda for the harness's features. `eval` needs no trl.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import sys
@@ -251,8 +250,6 @@ def evaluate(args) -> None:
     import torch
 
     from cudaperf import policy
-    from cudaperf.config import get_profile
-    from cudaperf.harness import Harness
 
     tasks, si, sk = _eval_tasks(args.split, args.eval_tasks, args.seed, args.shard)
     by_id = {t.task_id: t for t in tasks}
@@ -267,7 +264,7 @@ def evaluate(args) -> None:
         if missing:
             raise SystemExit(f"{path} holds tasks outside this evaluation slice (e.g. {sorted(missing)[0]}): "
                              "sample again with the same --split/--eval-tasks/--shard")
-    harness = Harness(dataclasses.replace(get_profile("mini").harness, share_runner=True))  # a task's samples share a runner
+    harness = policy.judge_harness()  # shared runners, JUDGE_RUNNERS_PER_GPU slots
     t0 = time.perf_counter()
     bad = harness.prepare(tasks)
     items = [(size, r) for size in args.size for r in per_model[size]]

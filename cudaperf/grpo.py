@@ -81,6 +81,8 @@ class GRPOSettings:
     share_runner: bool = _f(True, "Harness share_runner for the rollouts: a step's attempts at one task are judged one "
                                   "after another in one runner (one CUDA context per task, not per attempt; "
                                   "cudaperf.sharedrunner). Same checks and timing per attempt.")
+    runners_per_gpu: int = _f(12, "Runner slots per GPU judging the rollouts (policy.JUDGE_RUNNERS_PER_GPU); the "
+                                  "Harness default of 4 made a step's judging runner-bound (session 18).")
     eval_gpu: str = _f("auto", "Harness GPUs: 'auto' (own GPU when >= 2, else shared), or a comma list.")
     model_size: str = _f("M", "Mini policy size to build when no start checkpoint is found.")
     start_from: str = _f("data/models/sft-M", "SFT checkpoint to start from (mini/paper); used when it exists.")
@@ -489,7 +491,8 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     if structural is not None:
         structural.reward_config = rcfg
     if harness is None:
-        harness = Harness(replace(profile.harness, gpus=eval_gpus(s), share_runner=s.share_runner))
+        harness = Harness(replace(profile.harness, gpus=eval_gpus(s), share_runner=s.share_runner),
+                          workers_per_gpu=s.runners_per_gpu)
     rollout = MultiTurnRollout(tasks, harness, rcfg, structural, turns=s.turns, gamma=s.gamma,
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,

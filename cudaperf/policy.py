@@ -757,6 +757,27 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
     return out
 
 
+# Runner slots per GPU when judging policy output (GRPO rollouts, SFT and GRPO evaluations). The
+# Harness default of 4 left a GRPO step's judging runner-bound: session 18's steps (8 tasks x 8
+# attempts on an H100) spent 117 s of runner time in 4 slots, ~30 s of wall time, against ~7 s for
+# all compiles on 16 cores. 12 is what bench_harness.py measures the shared path with.
+JUDGE_RUNNERS_PER_GPU = 12
+
+
+def judge_harness(gpus: str | None = None, runners_per_gpu: int = JUDGE_RUNNERS_PER_GPU, profile: str = "mini"):
+    """The harness that judges policy output: the profile's settings with shared runners (a task's
+    samples judged one after another in one runner) and `runners_per_gpu` runner slots per GPU."""
+    from dataclasses import replace
+
+    from cudaperf.config import get_profile
+    from cudaperf.harness import Harness
+
+    cfg = replace(get_profile(profile).harness, share_runner=True)
+    if gpus is not None:
+        cfg = replace(cfg, gpus=gpus)
+    return Harness(cfg, workers_per_gpu=runners_per_gpu)
+
+
 def extract_codes(samples: list[list[str]]) -> list[list[str]]:
     """The CUDA translation unit of every sample (cudaperf.rewards.extract_code)."""
     from cudaperf.rewards import extract_code

@@ -606,3 +606,16 @@ def test_training_attention_switches_cudnn_sdpa_and_reports_the_previous_setting
         assert policy.PolicyConfig().cudnn_attention is False  # off unless a profile asks
     finally:
         torch.backends.cuda.enable_cudnn_sdp(start)
+
+
+def test_judge_harness_shares_runners_with_more_slots(tmp_path, monkeypatch):
+    """Policy output is judged with shared runners and JUDGE_RUNNERS_PER_GPU slots, and GRPO's
+    rollouts use the same number (its Harness default of 4 made steps runner-bound)."""
+    from cudaperf import grpo
+
+    monkeypatch.chdir(tmp_path)  # the harness makes its cache dir relative to the working directory
+    h = policy.judge_harness(runners_per_gpu=7)
+    assert h.cfg.share_runner and h.workers_per_gpu == 7
+    assert policy.judge_harness().workers_per_gpu == policy.JUDGE_RUNNERS_PER_GPU > 4
+    assert grpo.GRPOSettings().runners_per_gpu == policy.JUDGE_RUNNERS_PER_GPU
+    assert policy.judge_harness(gpus="1").cfg.gpus == "1"
