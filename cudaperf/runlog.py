@@ -1,0 +1,84 @@
+"""Reading GRPO step logs (data/grpo/<run>/steps.parquet) and judging whether a reward rose.
+
+Guarantees:
+* `load_runs` returns every run's step log under a directory, keyed by run name, in name order.
+* `reward_trend` answers "did the mean reward rise over the run?" with a number and its
+  uncertainty, not a glance at a noisy curve. Each step trains on a fresh draw of tasks, so the
+  per-step mean moves with the task mix as much as with the policy; the trend is therefore the
+  least-squares slope of the per-step mean over the step number, with a percentile bootstrap
+  interval over steps (resampling (step, reward) pairs), plus the means of the first and last
+  thirds. `rising` is True only when the whole interval lies above zero; with fewer than
+  `min_steps` steps there is no verdict (None), whatever the slope.
+"""
+from __future__ import annotations
+
+import math
+import random
+from pathlib import Path
+from typing import Any, Sequence
+
+
+def load_runs(data_dir: str | Path = "data/grpo") -> dict[str, Any]:
+    """{run name: its steps.parquet as a DataFrame} for every run under data_dir."""
+    import pandas as pd
+
+    return {f.parent.name: pd.read_parquet(f) for f in sorted(Path(data_dir).glob("*/steps.parquet"))}
+
+
+def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    if sxx == 0:
+        return float("nan")
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+
+
+def reward_trend(steps: Sequence[float], rewards: Sequence[float], *, per: int = 10, boot: int = 2000,
+                 level: float = 0.9, min_steps: int = 8, seed: int = 0) -> dict[str, Any]:
+    """Slope of the mean reward per `per` steps with a `level` bootstrap interval (see module doc).
+
+    NaN rewards (a step with no attempt scored) are left out. Deterministic for a given seed."""
+    pts = [(float(s), float(r)) for s, r in zip(steps, rewards) if r is not None and not math.isnan(float(r))]
+    n = len(pts)
+    out: dict[str, Any] = {"steps": n, "slope_per": per, "slope": float("nan"), "lo": float("nan"),
+                           "hi": float("nan"), "first_third": float("nan"), "last_third": float("nan"),
+                           "rising": None}
+    if n < 2:
+        return out
+    pts.sort()
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    out["slope"] = _slope(xs, ys) * per
+    k = max(1, n // 3)
+    out["first_third"] = sum(ys[:k]) / k
+    out["last_third"] = sum(ys[-k:]) / k
+    rng = random.Random(seed)
+    draws = []
+    for _ in range(boot):
+        sample = [pts[rng.randrange(n)] for _ in range(n)]
+        b = _slope([p[0] for p in sample], [p[1] for p in sample])
+        if not math.isnan(b):
+            draws.append(b * per)
+    if draws:
+        draws.sort()
+        tail = (1.0 - level) / 2.0
+        out["lo"] = draws[int(tail * (len(draws) - 1))]
+        out["hi"] = draws[int(math.ceil((1.0 - tail) * (len(draws) - 1)))]
+    if n >= min_steps and draws:
+        out["rising"] = bool(out["lo"] > 0)
+    return out
+
+
+def trend_table(runs: dict[str, Any], columns: Sequence[str] = ("r_ver", "r_str", "correct_rate"), **kw):
+    """One row per (run, column): `reward_trend` of that column over the run's steps."""
+    import pandas as pd
+
+    rows = []
+    for name, df in runs.items():
+        for c in columns:
+            if c in df and df[c].notna().any():
+                rows.append({"run": name, "column": c, **reward_trend(df["step"].tolist(), df[c].tolist(), **kw)})
+    return pd.DataFrame(rows)
+
+
+__all__ = ["load_runs", "reward_trend", "trend_table"]
