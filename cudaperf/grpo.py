@@ -228,6 +228,9 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         "t_compile": comp_wall, "t_execution": exec_wall,
         "t_eval_other": st.eval_wall_s - comp_wall - exec_wall,
         "t_update": max(0.0, step_s - st.generation_s - st.eval_wall_s),
+        # The step's task preparation runs beside generation (MultiTurnRollout); only the wait for
+        # it is inside t_eval_wall.
+        "t_prepare": st.prepare_s, "t_prepare_wait": st.prepare_wait_s,
         "cpu_compile_s": st.compile_s, "cpu_execution_s": st.execution_s,
         "cache_hits": st.cache_hits, "cache_lookups": st.cache_lookups,
         "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),

@@ -37,6 +37,7 @@ Guarantees of `MultiTurnRollout.__call__(prompts, trainer)` (TRL's rollout_func 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -74,6 +75,8 @@ class StepStats:
     eval_wall_s: float = 0.0
     compile_s: float = 0.0  # summed over candidates (EvalResult.timings)
     execution_s: float = 0.0  # summed over candidates: runner start, checks, timing, recheck
+    prepare_s: float = 0.0  # the step's task preparation, run beside the first generation
+    prepare_wait_s: float = 0.0  # how long judging then waited for it (inside eval_wall_s)
     compile_rate: float = 0.0
     correct_rate: float = 0.0
     speedups: list[float] = field(default_factory=list)
@@ -195,6 +198,28 @@ class MultiTurnRollout:
             model.train(was_training)
         return out
 
+    def _prepare_beside_generation(self, tasks: list[Task], st: StepStats):
+        """Start the harness's per-task work for this step's tasks (the naive variant's build, the
+        call shim, the perf-size references: `Harness.prepare`) on a thread, so that it runs on the
+        CPU cores that sit idle while the policy generates on the GPU, instead of in front of the
+        first candidates of each task when judging starts. Only with a GPU: without one nothing
+        runs and the references would be wasted work. Returns the thread (joined before judging)
+        or None. A failure here is not fatal: judging prepares lazily anyway, and reports it."""
+        if not getattr(self.harness, "has_gpu", False) or not hasattr(self.harness, "prepare"):
+            return None
+
+        def work() -> None:
+            t = time.perf_counter()
+            try:
+                self.harness.prepare(tasks)
+            except Exception:  # noqa: BLE001 - judging redoes what is missing and records errors
+                pass
+            st.prepare_s = time.perf_counter() - t
+
+        th = threading.Thread(target=work, name="rollout-prepare", daemon=True)
+        th.start()
+        return th
+
     # ------------------------------------------------------------------ TRL entry point
     def __call__(self, prompts: list, trainer) -> dict[str, list]:
         model = trainer.accelerator.unwrap_model(trainer.model)
@@ -220,6 +245,7 @@ class MultiTurnRollout:
                 lanes.append(_Chain(self.tasks[tid], lane, cid))
                 cid += 1
         chains.extend(lanes)
+        prep = self._prepare_beside_generation([self.tasks[tid] for tid in groups], st)
         while True:
             active = []
             for k, ch in enumerate(lanes):
@@ -241,6 +267,10 @@ class MultiTurnRollout:
             texts = tok.batch_decode([c for _, c in gen], skip_special_tokens=True)
             codes = [extract_code(x) for x in texts]
             t = time.perf_counter()
+            if prep is not None:
+                prep.join()
+                prep = None
+                st.prepare_wait_s = time.perf_counter() - t
             results = self.harness.evaluate_many([(ch.task, c) for ch, c in zip(active, codes)])
             st.eval_wall_s += time.perf_counter() - t
             r_str = self._structural(texts, active, results)

@@ -15,6 +15,7 @@ non-zero reward spread, and the weights moved (weight decay is 0, so only gradie
 """
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 import pytest
@@ -170,6 +171,52 @@ def test_rollout_rejects_prompts_of_unknown_tasks(tiny):
     ro = MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, max_new_tokens=4)
     with pytest.raises(KeyError):
         ro.rollout(model, tok, [prompts.task_prompt(tasks[1])])
+
+
+class PreparingHarness(ScriptedHarness):
+    """A GPU harness whose per-task preparation takes a while: it must run beside generation,
+    finish before judging, and be asked for exactly the step's tasks."""
+
+    has_gpu = True
+
+    def __init__(self, fail: bool = False):
+        super().__init__()
+        self.prepared: list[str] = []
+        self.fail = fail
+        self.prep_done_at = None
+        self.eval_at = None
+
+    def prepare(self, tasks):
+        time.sleep(0.3)
+        self.prepared = sorted(t.task_id for t in tasks)
+        self.prep_done_at = time.perf_counter()
+        if self.fail:
+            raise RuntimeError("nvcc is gone")
+        return {}
+
+    def evaluate_many(self, items):
+        if self.eval_at is None:
+            self.eval_at = time.perf_counter()
+        return super().evaluate_many(items)
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_rollout_prepares_the_step_tasks_beside_generation(tiny, fail):
+    model, tok, tasks = tiny
+    tasks = tasks[:2]
+    h = PreparingHarness(fail=fail)
+    ro = MultiTurnRollout(tasks, h, RewardConfig(), None, turns=1, max_new_tokens=4)
+    out = ro.rollout(model, tok, [prompts.task_prompt(t) for t in tasks for _ in range(2)])
+    assert h.prepared == sorted(t.task_id for t in tasks)
+    assert h.prep_done_at <= h.eval_at  # judging waited for it
+    st = ro.last
+    assert st.prepare_s >= 0.3 and 0.0 <= st.prepare_wait_s <= st.eval_wall_s
+    assert len(out["eval_result"]) == 4  # a failed preparation does not stop the step
+    # No GPU: nothing is prepared (the references would be wasted work).
+    h2 = ScriptedHarness()
+    ro2 = MultiTurnRollout(tasks, h2, RewardConfig(), None, turns=1, max_new_tokens=4)
+    ro2.rollout(model, tok, [prompts.task_prompt(tasks[0])])
+    assert ro2.last.prepare_s == 0.0
 
 
 # --------------------------------------------------------------------------- smoke run
