@@ -18,7 +18,7 @@
 # (e.g. "--split infamily --temperature 0.3").
 # To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
-# logs; unpack it into data/grpo/. Back-to-back calls on a warm machine (idle release ~30 s) keep runs/
+# logs (bundled as logs_<run>.tgz at the end of a call that finishes); unpack it into data/grpo/. Back-to-back calls on a warm machine (idle release ~30 s) keep runs/
 # as long as the call does not carry it: the next call resumes from the checkpoint left there.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
@@ -74,12 +74,14 @@ timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.p
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
 fi
 # EXPORT_GRPO=1: the newest checkpoint without optimizer.pt (Adam moments: 4x the weights, too big
-# to carry back) and the run's start_policy, as grpo-<run>.tgz.aa, .ab, ... in $OUT. If the next call
-# finds a fresh machine, unpack them into runs/grpo/ and carry runs/grpo/<run>: `eval` works as on a
-# warm machine, and `train` resumes its step count with fresh optimizer moments (say so).
+# to carry back) as grpo-<run>.tgz.aa, .ab, ... in $OUT. The run's start_policy is left out (it is
+# START saved in fp32: same weights, twice the bytes; $OUT returns at most 8 files). If the next call
+# finds a fresh machine, unpack the parts into runs/grpo/, copy START to runs/grpo/<run>/start_policy
+# and carry runs/grpo/<run>: `eval` works as on a warm machine, and `train` resumes its step count
+# with fresh optimizer moments (say so).
 if [ "${EXPORT_GRPO:-0}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
   ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1)
-  tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/start_policy" "$RUN/$(basename "$ck")" | gzip -1 \
+  tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/$(basename "$ck")" | gzip -1 \
     | split -b 15M - "$OUT/grpo-$RUN.tgz."
 fi
 if [ "$EVAL_TASKS" -gt 0 ]; then
@@ -91,4 +93,6 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt
 echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 kill "$SNAP_PID" 2>/dev/null; wait "$SNAP_PID" 2>/dev/null
 snapshot; rm -f "$OUT/.grpo_snap.tgz"
+# The logs in one file: $OUT returns at most 8 files, and the model parts take most of them.
+( cd "$OUT" && ls ./*.log >/dev/null 2>&1 && tar czf "logs_$RUN.tgz" ./*.log && rm -f ./*.log )
 ls -la "$OUT"
