@@ -60,12 +60,29 @@ def eligible(task: Task, res: EvalResult) -> bool:
     return task.track == "c2cuda" and not res.flags
 
 
+# A shared runner's own cost (process and CUDA context, call shim, naive variant, input staging) in
+# units of one candidate's judging. Rough: contexts come at ~4.5/s per GPU and a GRPO candidate took
+# ~1.6 s of runner time in session 18; it only tips ties between chunkings.
+RUNNER_COST_IN_CANDIDATES = 0.3
+
+
 def chunk_size(n: int, groups: int, slots: int) -> int:
-    """Candidates per shared runner for a task with `n` of them, when `groups` tasks share
-    `slots` runner slots: each task gets its share of the slots (at least one), so a batch of a
-    few tasks with many candidates each (a GRPO step) still uses every slot."""
-    per_task = max(1, slots // max(1, groups))
-    return max(1, math.ceil(n / per_task))
+    """Candidates per shared runner for a task with `n` of them, when `groups` tasks (assumed of
+    the same size) share `slots` runner slots.
+
+    Runners of a batch run in waves of `slots`, so the batch lasts about
+    waves x (chunk + runner cost) candidate-times; the chunk that minimises that wins (ties: the
+    larger chunk, fewer runners). Why not simply one runner per task when tasks outnumber slots:
+    session 18's GRPO step put 16 tasks x 8 attempts in 12 slots as 16 runners of 8, two waves
+    of which the second used 4 slots: 26 s of judging where 32 runners of 4 take ~3 shorter waves."""
+    n, groups, slots = max(1, n), max(1, groups), max(1, slots)
+    best, best_cost = n, math.inf
+    for c in range(n, 0, -1):
+        waves = math.ceil(groups * math.ceil(n / c) / slots)
+        cost = waves * (c + RUNNER_COST_IN_CANDIDATES)
+        if cost < best_cost - 1e-9:
+            best, best_cost = c, cost
+    return best
 
 
 def evaluate_many(h: "Harness", items: Sequence[tuple[Task, str]], *, progress: bool = False) -> list[EvalResult]:

@@ -346,6 +346,23 @@ def test_shared_runner_chunks_use_every_slot():
     assert chunk_size(16, groups=8, slots=16) == 8  # a GRPO step: two runners per task
     assert chunk_size(16, groups=1, slots=16) == 1  # one task: a runner per candidate
     assert chunk_size(5, groups=2, slots=4) == 3
+    # Session 18's GRPO step: 16 tasks x 8 in 12 slots. One runner per task made two waves, the
+    # second a third full; runners of 4 make three full-ish waves of half the length.
+    assert chunk_size(8, groups=16, slots=12) == 4
+    assert chunk_size(8, groups=8, slots=12) < 8  # fewer tasks than slots: split them
+    assert chunk_size(1, groups=5, slots=4) == 1 and chunk_size(0, groups=0, slots=0) == 1
+    # Never a worse wave count x chunk than one runner per task, in the model it minimises.
+    import math
+
+    from cudaperf.sharedrunner import RUNNER_COST_IN_CANDIDATES as r
+
+    for n in range(1, 13):
+        for g in range(1, 40):
+            for s in (1, 4, 12, 16):
+                c = chunk_size(n, groups=g, slots=s)
+                assert 1 <= c <= n
+                cost = math.ceil(g * math.ceil(n / c) / s) * (c + r)
+                assert cost <= math.ceil(g / s) * (n + r) + 1e-9
 
 
 LEAKS = "extern long long cudaperf_emu_leaked;\n" + REF.replace(
