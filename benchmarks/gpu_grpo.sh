@@ -16,10 +16,11 @@
 # "infamily" for the held-out programs of train families): GRPO has a reward signal only where some
 # rollouts compile. GRPO_S=0 skips GRPO (an SFT-only call). EVAL_ARGS go to `grpo_gpu.py eval`
 # (e.g. "--split infamily --temperature 0.3").
-# To continue a GRPO run in a later call, carry runs/grpo/<run> (and runs/models/sft-M) and set SFT_S=0.
+# To continue a GRPO run in a later call, set SFT_S=0: back-to-back calls on a warm machine (idle
+# release ~30 s) keep runs/ as long as the call does not carry it, and the next call resumes from the
+# checkpoint left there; on a fresh machine, see EXPORT_GRPO below.
 # $OUT gets grpo_<run>.tar.gz (data/grpo/<run>: steps.parquet, settings.json, eval*.parquet) and the
-# logs (bundled as logs_<run>.tgz at the end of a call that finishes); unpack it into data/grpo/. Back-to-back calls on a warm machine (idle release ~30 s) keep runs/
-# as long as the call does not carry it: the next call resumes from the checkpoint left there.
+# logs (bundled as logs_<run>.tgz at the end of a call that finishes); unpack it into data/grpo/.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 RUN=${RUN:-mini-M-both}

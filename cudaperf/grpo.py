@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cudaperf.config import _f, settings_for_profile
+from cudaperf.policy import JUDGE_RUNNERS_PER_GPU
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
 from cudaperf.tasks import Task
 
@@ -81,7 +82,7 @@ class GRPOSettings:
     share_runner: bool = _f(True, "Harness share_runner for the rollouts: a step's attempts at one task are judged one "
                                   "after another in one runner (one CUDA context per task, not per attempt; "
                                   "cudaperf.sharedrunner). Same checks and timing per attempt.")
-    runners_per_gpu: int = _f(12, "Runner slots per GPU judging the rollouts (policy.JUDGE_RUNNERS_PER_GPU); the "
+    runners_per_gpu: int = _f(JUDGE_RUNNERS_PER_GPU, "Runner slots per GPU judging the rollouts; the "
                                   "Harness default of 4 made a step's judging runner-bound (session 18).")
     eval_gpu: str = _f("auto", "Harness GPUs: 'auto' (own GPU when >= 2, else shared), or a comma list.")
     model_size: str = _f("M", "Mini policy size to build when no start checkpoint is found.")

@@ -760,7 +760,8 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
 # Runner slots per GPU when judging policy output (GRPO rollouts, SFT and GRPO evaluations). The
 # Harness default of 4 left a GRPO step's judging runner-bound: session 18's steps (8 tasks x 8
 # attempts on an H100) spent 117 s of runner time in 4 slots, ~30 s of wall time, against ~7 s for
-# all compiles on 16 cores. 12 is what bench_harness.py measures the shared path with.
+# all compiles on 16 cores. With 12, a 16 x 8 step judged in 26 s with ~13 of 16 cores busy; the
+# harness bench found 24 runners slower than 16 on the H200 (144 against 159/min), CPU being the limit.
 JUDGE_RUNNERS_PER_GPU = 12
 
 
