@@ -78,7 +78,7 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
     gpuworker.request_stats(reset=True)
     t0 = time.perf_counter()
     with StackSampler() as sampler, ProcCpu() as proc_cpu:
-        res = h.evaluate_many([(t, s) for t, _, s in items], progress=True)
+        res = h.evaluate_many([(t, s) for t, _, s in items], progress=True, dedupe=False)
     wall = time.perf_counter() - t0
     h.close()
     status: dict[str, int] = {}

@@ -77,7 +77,8 @@ def train(args) -> None:
         over["turns"] = args.turns
     # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
     # in the run's settings.json, which records every setting used.
-    for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks"):
+    for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks",
+                 "max_tasks"):
         if getattr(args, name):
             over[name] = getattr(args, name)
     if args.start:
@@ -185,6 +186,9 @@ def main(argv=None) -> None:
                         "1 of 1,152 rollouts at 1.0 and 9 %% of its seen tasks' samples at 0.2 (CPU probe)")
     t.add_argument("--probe-filter", type=int, default=0, help="attempts per candidate task sampled and compiled "
                    "before step 1; train only on tasks where one compiled (grpo.probe_filter_tasks; 0 = off)")
+    t.add_argument("--max-tasks", type=int, default=0,
+                   help="train on this many tasks, stratified over families (0 = all): a pool that steps revisit, "
+                        "so the reward of later epochs is measured on the same tasks as the first")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "

@@ -235,6 +235,8 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         "cpu_compile_s": st.compile_s, "cpu_execution_s": st.execution_s,
         "cache_hits": st.cache_hits, "cache_lookups": st.cache_lookups,
         "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),
+        "batch_repeats": st.batch_repeats,
+        **{f"s_{k}": v for k, v in st.stage_s.items()},
     }
     for k, v in trl.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):

@@ -26,6 +26,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+import copy
 import hashlib
 import json
 import os
@@ -229,13 +230,21 @@ class Harness:
         """Evaluate one candidate translation unit for `task`. Never raises."""
         return self.evaluate_many([(task, source)])[0]
 
-    def evaluate_many(self, items: Sequence[tuple[Task, str]], *, progress: bool = False) -> list[EvalResult]:
+    def evaluate_many(self, items: Sequence[tuple[Task, str]], *, progress: bool = False,
+                      dedupe: bool = True) -> list[EvalResult]:
         """Evaluate many candidates: compiles on all CPU cores, runs on every selected GPU.
 
         Results come back in input order, one per item. With ``share_runner`` (HarnessConfig),
         a task's candidates that the static scan finds clean share runners
-        (`cudaperf.sharedrunner`).
+        (`cudaperf.sharedrunner`). A candidate whose source repeats an earlier item's for the same
+        task is judged once (`unique_items`): the repeat gets a copy of that record, marked
+        ``cached`` as a result-store hit would be; ``dedupe=False`` judges every item (measurements
+        of run-to-run noise want that).
         """
+        first, uniq = unique_items(items) if dedupe else ([], [])
+        if dedupe and len(uniq) < len(items):
+            done = self.evaluate_many([items[i] for i in uniq], progress=progress, dedupe=False)
+            return _spread(first, uniq, done)
         if self.cfg.share_runner and self.has_gpu:
             from cudaperf import sharedrunner
 
@@ -880,6 +889,36 @@ class Harness:
         if self.store is not None:
             self.store.close()
         shutil.rmtree(self.scratch_base, ignore_errors=True)
+
+
+def unique_items(items: Sequence[tuple[Task, Any]]) -> tuple[list[int], list[int]]:
+    """(for each item the index of the first item with the same task and source, the indices of
+    those first items in order). Why: a GRPO group samples one prompt 8 times, and a nearly
+    deterministic policy repeats itself; judging a repeat again costs a runner's time and gives the
+    same program a second, noise-only reward, which group-relative advantages would then learn
+    from. The result store already answers a repeat from an earlier batch this way."""
+    seen: dict[tuple[str, str], int] = {}
+    first: list[int] = []
+    for i, (task, src) in enumerate(items):
+        key = (task_fingerprint(task), src if isinstance(src, str) else repr(src))
+        first.append(seen.setdefault(key, i))
+    return first, sorted(set(first))
+
+
+def _spread(first: Sequence[int], uniq: Sequence[int], done: Sequence[EvalResult]) -> list[EvalResult]:
+    """Records for every item from the records of the unique ones (`unique_items`): a repeat gets
+    a deep copy of its first item's record, marked ``cached`` (its time was not spent again)."""
+
+    pos = {i: k for k, i in enumerate(uniq)}
+    out: list[EvalResult] = []
+    for i, f in enumerate(first):
+        res = done[pos[f]]
+        if i != f:
+            res = copy.deepcopy(res)
+            res.cached = True
+            res.timings["batch_repeat"] = 1.0
+        out.append(res)
+    return out
 
 
 def internal_error(res: EvalResult, e: BaseException) -> None:

@@ -24,7 +24,7 @@ def measure(items: Sequence[tuple[Task, str, str]], harness_cfg: Any, workers_pe
 
     h = Harness(harness_cfg, use_store=False, workers_per_gpu=workers_per_gpu)
     try:
-        res = h.evaluate_many([(t, s) for t, _, s in items], progress=progress)
+        res = h.evaluate_many([(t, s) for t, _, s in items], progress=progress, dedupe=False)
     finally:
         h.close()
     return pd.DataFrame([{"task_id": t.task_id, "variant": v, "status": r.status,

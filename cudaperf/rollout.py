@@ -49,6 +49,10 @@ from cudaperf.rewards import extract_code, reward_components
 from cudaperf.tasks import Task
 
 EXEC_STAGES = ("prepare", "runner_start", "check", "time", "recheck")
+# Stages and waits summed per step into the step log (columns s_<key>): where judging time goes,
+# the waits for a runner slot and for the GPU lock included (a timing holds the GPU exclusively).
+LOGGED_STAGES = EXEC_STAGES + ("compile", "slot_wait", "reference_ahead", "clean_baseline",
+                               "lock_wait_shared", "lock_wait_exclusive", "lock_held_exclusive")
 
 
 def discounted_returns(rewards: Sequence[float], gamma: float) -> list[float]:
@@ -86,6 +90,8 @@ class StepStats:
     early_stops: int = 0
     cache_hits: int = 0
     cache_lookups: int = 0
+    batch_repeats: int = 0  # attempts that repeated another of the same batch (judged once)
+    stage_s: dict[str, float] = field(default_factory=dict)  # LOGGED_STAGES summed over fresh results
     components: dict[str, float] = field(default_factory=dict)
     r_str_paid: float = 0.0
     by_turn: dict[int, dict[str, float]] = field(default_factory=dict)
@@ -345,6 +351,8 @@ class MultiTurnRollout:
         fresh = [r for r in res if not r.cached]
         st.compile_s = sum(float(r.timings.get("compile", 0.0)) for r in fresh)
         st.execution_s = sum(float(r.timings.get(k, 0.0)) for r in fresh for k in EXEC_STAGES)
+        st.stage_s = {k: sum(float(r.timings.get(k, 0.0)) for r in fresh) for k in LOGGED_STAGES}
+        st.batch_repeats = sum(r.timings.get("batch_repeat", 0.0) > 0 for r in res)
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
         ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
         # NaN, not 0, when a compiled attempt was never judged (no GPU): the rate is unknown.

@@ -153,6 +153,9 @@ def test_rollout_chains_feedback_early_stop_and_credit(tiny):
         assert [out["ret_ver"][i] for i in ix] == pytest.approx(want)
     assert ro.last.correct_rate == pytest.approx(2 / n)
     assert ro.last.compile_s == pytest.approx(0.5 * n)
+    # Per-stage sums for the step log: the scripted records time check 0.1 s and time 0.2 s.
+    assert ro.last.stage_s["compile"] == pytest.approx(0.5 * n)
+    assert ro.last.stage_s["lock_wait_exclusive"] == 0.0 and ro.last.batch_repeats == 0
 
 
 def test_turn_baseline_centres_returns_per_task_and_turn(tiny):
@@ -302,6 +305,9 @@ def test_step_row_splits_the_step_time():
     assert row["t_update"] == pytest.approx(5.0)
     assert row["geomean_speedup"] == pytest.approx(4.0)
     assert row["trl/loss"] == 0.5 and "trl/note" not in row
+    st.stage_s, st.batch_repeats = {"time": 1.5}, 3
+    row = grpo.step_row(7, st, 10.0, {})
+    assert row["s_time"] == 1.5 and row["batch_repeats"] == 3
 
 
 @pytest.mark.slow

@@ -68,6 +68,34 @@ def test_store_serves_repeats_without_rerunning(harness):
     assert second.status == first.status and second.candidate_hash == first.candidate_hash
 
 
+def test_repeats_in_one_batch_are_judged_once(tmp_path, monkeypatch):
+    """A GRPO group of a near-deterministic policy repeats itself: the repeat gets its first
+    item's record (marked cached), not a second judgement; dedupe=False judges every item."""
+    import cudaperf.harness as H
+
+    h = Harness(get_profile("smoke", **{"harness.cache_dir": str(tmp_path)}).harness, use_store=False)
+    compiled: list[str] = []
+    real = H.compile_candidate
+
+    def counting(*a, **k):
+        compiled.append("x")
+        return real(*a, **k)
+
+    monkeypatch.setattr("cudaperf.harness.compile_candidate", counting)
+    a, b = SAXPY.variant("naive").source + "// a\n", SAXPY.variant("grid_stride").source + "// b\n"
+    try:
+        res = h.evaluate_many([(SAXPY, a), (SAXPY, b), (SAXPY, a), (SAXPY, a)])
+        assert len(compiled) == 2 and len(res) == 4
+        assert [r.cached for r in res] == [False, False, True, True]
+        assert res[2].candidate_hash == res[0].candidate_hash and res[2] is not res[0]
+        assert res[2].status == res[0].status and res[1].candidate_hash != res[0].candidate_hash
+        compiled.clear()
+        h.evaluate_many([(SAXPY, a), (SAXPY, a)], dedupe=False)
+        assert len(compiled) == 2
+    finally:
+        h.close()
+
+
 def test_internal_error_still_gives_a_record(harness, monkeypatch):
     def boom(*a, **k):
         raise RuntimeError("simulated harness bug")
