@@ -9,6 +9,12 @@ Guarantees:
   interval over steps (resampling (step, reward) pairs), plus the means of the first and last
   thirds. `rising` is True only when the whole interval lies above zero; with fewer than
   `min_steps` steps there is no verdict (None), whatever the slope.
+* `pool_epochs` gives, for a run that trained on a fixed task pool (GRPOSettings.max_tasks), the
+  mean of each column per pass over the pool: every epoch sees the same tasks, so epoch means
+  compare the policy, not the task mix.
+* `paired_eval` compares two policies' held-out samples task by task (pass rate on every task;
+  speedup only on tasks where both have a correct, timed sample), so a policy that solves fewer,
+  easier-to-speed-up tasks cannot look faster by its choice of tasks.
 """
 from __future__ import annotations
 
@@ -81,4 +87,43 @@ def trend_table(runs: dict[str, Any], columns: Sequence[str] = ("r_ver", "r_str"
     return pd.DataFrame(rows)
 
 
-__all__ = ["load_runs", "reward_trend", "trend_table"]
+def pool_epochs(log: Any, settings: dict, columns: Sequence[str] = ("r_ver", "r_str", "correct_rate",
+                                                                   "geomean_speedup")):
+    """Mean of `columns` per pass over the task pool (`steps_per_epoch` = ceil(max_tasks /
+    tasks_per_step) steps each; a last, partial pass is labelled as such). Empty when the run
+    drew from all tasks (max_tasks 0): its steps never revisit a task."""
+    import pandas as pd
+
+    pool, per = int(settings.get("max_tasks") or 0), int(settings.get("tasks_per_step") or 0)
+    if pool <= 0 or per <= 0:
+        return pd.DataFrame()
+    k = math.ceil(pool / per)
+    df = log.assign(epoch=(log["step"] - 1) // k)
+    out = df.groupby("epoch").agg(steps=("step", "size"), first_step=("step", "min"),
+                                  **{c: (c, "mean") for c in columns if c in df})
+    out["complete"] = out["steps"] == k
+    return out.reset_index()
+
+
+def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str, Any]:
+    """Policy `b` against `a` on one evaluation's samples (columns policy, task_id, correct,
+    speedup): tasks where b's pass rate is higher / lower / equal, and over the tasks where both
+    have a correct, timed sample, the geometric mean of b's per-task geomean speedup over a's and
+    on how many of them b is faster."""
+    import numpy as np
+
+    s = samples[samples["policy"].isin([a, b])].copy()
+    s["ok"] = s["correct"].astype(bool) & s["speedup"].notna() & (s["speedup"] > 0)
+    s["logsp"] = np.where(s["ok"], np.log(s["speedup"].where(s["ok"], 1.0)), np.nan)
+    g = s.groupby(["task_id", "policy"]).agg(p=("correct", "mean"), ls=("logsp", "mean")).unstack("policy")
+    both = g["ls"].dropna()
+    return {"tasks": int(len(g)), "b_pass_higher": int((g["p"][b] > g["p"][a]).sum()),
+            "b_pass_lower": int((g["p"][b] < g["p"][a]).sum()),
+            "pass_equal": int((g["p"][b] == g["p"][a]).sum()),
+            "pass@1_a": float(s[s.policy == a]["correct"].mean()), "pass@1_b": float(s[s.policy == b]["correct"].mean()),
+            "tasks_both_timed": int(len(both)),
+            "speedup_ratio_b_over_a": float(np.exp((both[b] - both[a]).mean())) if len(both) else float("nan"),
+            "b_faster_on": int((both[b] > both[a]).sum())}
+
+
+__all__ = ["load_runs", "paired_eval", "pool_epochs", "reward_trend", "trend_table"]

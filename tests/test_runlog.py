@@ -5,6 +5,7 @@ import math
 import random
 
 import pandas as pd
+import pytest
 
 from cudaperf import runlog
 
@@ -47,3 +48,25 @@ def test_load_runs_and_trend_table(tmp_path):
     tab = runlog.trend_table(runs)
     assert list(tab["column"]) == ["r_ver", "r_ver"]  # r_str all NaN: no row
     assert tab.set_index("run")["rising"].to_dict() == {"a": True, "b": False}
+
+
+def test_pool_epochs_average_each_pass_over_the_pool():
+    log = pd.DataFrame({"step": range(1, 11), "r_ver": [float(s) for s in range(1, 11)]})
+    ep = runlog.pool_epochs(log, {"max_tasks": 64, "tasks_per_step": 16})
+    assert ep["epoch"].tolist() == [0, 1, 2] and ep["steps"].tolist() == [4, 4, 2]
+    assert ep["r_ver"].tolist() == [2.5, 6.5, 9.5] and ep["complete"].tolist() == [True, True, False]
+    assert runlog.pool_epochs(log, {"max_tasks": 0, "tasks_per_step": 16}).empty
+
+
+def test_paired_eval_compares_speed_only_where_both_are_correct():
+    rows = []
+    # t1: both correct, b twice as fast; t2: only a correct (b's speed there must not count);
+    # t3: only b correct, and fast.
+    for pol, task, ok, sp in [("sft_start", "t1", True, 2.0), ("grpo", "t1", True, 4.0),
+                              ("sft_start", "t2", True, 1.0), ("grpo", "t2", False, 50.0),
+                              ("sft_start", "t3", False, None), ("grpo", "t3", True, 9.0)]:
+        rows.append({"policy": pol, "task_id": task, "correct": ok, "speedup": sp})
+    r = runlog.paired_eval(pd.DataFrame(rows))
+    assert r["tasks"] == 3 and r["tasks_both_timed"] == 1 and r["b_faster_on"] == 1
+    assert r["speedup_ratio_b_over_a"] == pytest.approx(2.0)
+    assert (r["b_pass_higher"], r["b_pass_lower"], r["pass_equal"]) == (1, 1, 1)
