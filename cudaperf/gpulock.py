@@ -4,7 +4,8 @@ Guarantees of `GpuLock`: `shared()` regions (correctness checks, compilation's f
 overlap each other; an `exclusive()` region (a timed region) overlaps nothing that holds the same
 lock file, in this process or another; a waiting writer is served before readers that arrive
 after it, within a process and across processes; each thread's waits and exclusive holds are
-summed (`take_stats`); a lock another process never releases fails after `FLOCK_TIMEOUT_S` with
+summed (`take_stats`); `alone()` holds the lock exclusively for a whole stretch of one thread's work,
+that thread's own nested regions passing straight through; a lock another process never releases fails after `FLOCK_TIMEOUT_S` with
 TimeoutError instead of hanging.
 """
 from __future__ import annotations
@@ -67,8 +68,32 @@ class GpuLock:
                     raise TimeoutError(f"GPU lock {self.path} not granted within {self.FLOCK_TIMEOUT_S:.0f} s") from None
                 time.sleep(0.002)
 
+    def _holds_alone(self) -> bool:
+        return getattr(self._stats, "alone", False)
+
+    @contextlib.contextmanager
+    def alone(self):
+        """The GPU for this thread alone over a whole stretch of work (a runner's life): nothing
+        of any other thread or process holding this lock runs meanwhile. Why: a candidate whose
+        code can launch GPU work of its own accord (a load-time constructor, a thread, a signal
+        handler) would otherwise time-slice the GPU under other candidates' timed regions and
+        disturb their numbers. This thread's own shared() / exclusive() regions inside pass
+        straight through (they would otherwise wait on themselves)."""
+        if self._holds_alone():
+            yield
+            return
+        with self.exclusive():
+            self._stats.alone = True
+            try:
+                yield
+            finally:
+                self._stats.alone = False
+
     @contextlib.contextmanager
     def shared(self):
+        if self._holds_alone():
+            yield
+            return
         t = time.perf_counter()
         with self._cv:
             while self._writer or self._waiting_writers:
@@ -88,6 +113,9 @@ class GpuLock:
 
     @contextlib.contextmanager
     def exclusive(self):
+        if self._holds_alone():
+            yield
+            return
         t = time.perf_counter()
         with self._cv:
             self._waiting_writers += 1

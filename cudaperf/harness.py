@@ -74,6 +74,15 @@ BLOCKING_SUSPICIONS = frozenset({
     "fd_tamper", "privilege", "process", "dlopen", "obfuscation", "threads", "signal",
     "static_cache", "load_time", "env", "network", "file_io", "device_reset", "sleep", "exit",
     "inline_asm"})
+# Suspicions of code that can launch GPU work of its own accord, outside the harness' calls (a
+# load-time constructor, a thread, a signal handler, a library it loads, a process it starts):
+# such a candidate's runner gets the GPU alone for its whole life (GpuLock.alone), so it cannot
+# time-slice under another candidate's timed region. Why now: in session 21's adversarial run on an
+# H100 (candidates judged 12 at a time) content_cache_rowsum's timed calls ran 30x slower than in
+# session 15 and its in-process naive baseline ~2x slower than alone (hack:baseline_disturbed),
+# as another candidate's own GPU work would make them (ctor_thread_hog's load-time thread floods
+# the GPU); not yet confirmed on a GPU.
+GPU_ALONE_SUSPICIONS = frozenset({"threads", "load_time", "signal", "dlopen", "process"})
 
 
 def _median_cv(xs: Sequence[float]) -> tuple[float, float]:
@@ -477,8 +486,12 @@ class Harness:
             # (once per task and GPU); the candidate waits for that number only at the end.
             clean_result = self._clean_baseline_async(task, gpu, slot, shim, base_so)
             runner = None
+            alone = any(f.split(":", 1)[1] in GPU_ALONE_SUSPICIONS for f in res.flags if f.startswith("suspicious:"))
             try:
-                with self._runner(gpu, slot) as (runner, scratch):
+                with (self._locks[gpu].alone() if alone else contextlib.nullcontext()), \
+                        self._runner(gpu, slot) as (runner, scratch):
+                    if alone:
+                        res.timings["gpu_alone"] = 1.0
                     self._drive(task, runner, shim, so_path, base_so, scratch, gpu, res)
             except gpuworker.RunnerDied as e:
                 res.status = "crashed"

@@ -279,6 +279,48 @@ def test_gpu_lock_prefers_timing_and_reports_waits(tmp_path):
     assert lock.take_stats() == {}  # per thread: the main thread waited for nothing
 
 
+def test_gpu_lock_alone_keeps_others_out_and_lets_its_own_thread_through(tmp_path):
+    """alone(): other threads' checks and timed regions wait for the whole stretch; the holding
+    thread's own nested shared() / exclusive() regions run at once (no self-deadlock)."""
+    import threading
+
+    from cudaperf.gpulock import GpuLock
+
+    lock = GpuLock(tmp_path / "gpu0.lock")
+    events: list[str] = []
+    inside = threading.Event()
+
+    def quarantined():
+        with lock.alone():
+            inside.set()
+            with lock.shared():
+                events.append("own check")
+            with lock.exclusive():
+                events.append("own timing")
+            time.sleep(0.3)
+            events.append("alone ends")
+        events.append("released")
+
+    def other(kind):
+        with getattr(lock, kind)():
+            events.append(f"other {kind}")
+
+    q = threading.Thread(target=quarantined)
+    q.start()
+    inside.wait(5)
+    others = [threading.Thread(target=other, args=(k,)) for k in ("shared", "exclusive")]
+    for th in others:
+        th.start()
+    for th in (q, *others):
+        th.join(10)
+    assert events[:3] == ["own check", "own timing", "alone ends"]
+    assert sorted(events[3:]) == sorted(["released", "other shared", "other exclusive"])
+    with lock.shared():  # the lock is free again, and re-entering alone() is harmless
+        pass
+    with lock.alone(), lock.alone():
+        pass
+
+
 @pytest.fixture(scope="module")
 def fresh_harness(tmp_path_factory):
     """No result store: the group path and the one-candidate path must each really run."""

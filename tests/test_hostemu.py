@@ -117,6 +117,33 @@ def test_one_candidate_path_verdicts(emu):
     assert memo.pass_rate == 1.0 and memo.runtime_ms is not None  # caught after timing, not before
 
 
+# Can start a thread of its own (never does): the scan flags it, and its runner gets the GPU alone.
+THREADED = ("#include <pthread.h>\nstatic void *idle(void *p) { return p; }\n"
+            "void never_called(void) { pthread_t t; pthread_create(&t, 0, idle, 0); }\n" + REF)
+
+
+def test_candidate_that_can_start_threads_is_judged_with_the_gpu_alone(emu, monkeypatch):
+    """GPU_ALONE_SUSPICIONS: the whole runner life of such a candidate holds the GPU lock
+    exclusively (others wait), the verdict is still the honest one, clean candidates share."""
+    from cudaperf.gpulock import GpuLock
+
+    held: list[bool] = []
+    real = GpuLock.alone
+
+    def spy(self):
+        held.append(True)
+        return real(self)
+
+    monkeypatch.setattr(GpuLock, "alone", spy)
+    thr, ok = emu.evaluate_many([(TASK, THREADED), (TASK, REF + "\n// clean\n")])
+    assert "suspicious:threads" in thr.flags and thr.timings.get("gpu_alone") == 1.0
+    assert thr.status == "correct", (thr.message, thr.failures)
+    assert ok.status == "correct" and "gpu_alone" not in ok.timings
+    assert held == [True]
+    # Its runner's whole life was one exclusive hold: its start and checks too, not only its timed region.
+    assert thr.timings["lock_held_exclusive"] >= 0.9 * sum(thr.timings[k] for k in ("runner_start", "check", "time"))
+
+
 EXITS = "#include <stdlib.h>\n" + REF.replace("out[r] = s;", "out[r] = s; if (rows > 100) exit(0);")
 HANGS = "#include <unistd.h>\n" + REF.replace("out[r] = s;", "out[r] = s; if (rows > 100) for (;;) pause();")
 
