@@ -3,7 +3,8 @@
 # ceilings (filed into data/ceilings/ for this run when the GPU model has none, so the roofline
 # flag works), every gpu-marked test incl. the adversarial suite, then bench_harness.py at a
 # reduced size. Everything lands under $OUT. Needs the tree-sitter wheels in .whl/ (README).
-#   PARTS / HARNESS_S / TORCH_S / ADV_S / TT_S: test parts and limits (below); BENCH_S: the bench's
+#   PARTS / HARNESS_S / TORCH_S / ADV_S / TT_S: test parts and limits (below); ADV_K: the adversarial
+#   suite's runner kinds (pytest -k: own_runner, shared_runner, kept_runner); BENCH_S: the bench's
 #   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes; BENCH_WORKERS: runner threads
 #   per GPU, several values ("12 24") for one cold-cache throughput run each; BENCH_RUNNERS: "own",
 #   "shared" or "own shared" (HarnessConfig.share_runner); BENCH_SKIP: parts of the bench to skip
@@ -34,8 +35,11 @@ declare -A FILES=([harness]="tests/test_harness.py tests/test_gpuworker.py" [tor
 declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversarial]=${ADV_S:-300}
                   [torchtasks]=${TT_S:-200})
 for part in ${PARTS-harness torch adversarial}; do  # PARTS="": no tests (the bench only)
+  # ADV_K: which runner kinds of the adversarial suite (pytest -k, e.g. "own_runner" or "shared_runner or
+  # kept_runner"): the three take about 4 minutes each, more than one call holds with the other parts.
+  K=(); [ "$part" = adversarial ] && [ -n "${ADV_K:-}" ] && K=(-k "$ADV_K")
   timeout -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
-    --timeout "${LIMIT[$part]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
+    --timeout "${LIMIT[$part]}" "${K[@]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
   echo "== $part (limit ${LIMIT[$part]} s)"; tail -4 "$OUT/gpu_tests_${SLUG}_${part}_full.log" | cut -c1-300
 done
 cat "$OUT"/gpu_tests_${SLUG}_*_full.log | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" > "$OUT/gpu_tests_$SLUG.log"
