@@ -57,6 +57,17 @@ def repeatability(bench_dir: str | Path = "data/bench") -> tuple[pd.DataFrame, d
     return pd.DataFrame(), {}
 
 
+def _run_label(r) -> str:
+    """One line per bar: GPU, session (from the file name) and runner threads, e.g. 'H200 s14 · 16'."""
+    import re
+
+    gpu = "H100" if "h100" in r.file else "H200" if "h200" in r.file else (r.gpu or "?")
+    m = re.search(r"session(\d+)", r.file)
+    tag = f" s{m.group(1)}" if m else ""
+    tag += " (before)" if "before" in r.file else ""
+    return f"{gpu}{tag} · {r.workers_per_gpu} threads"
+
+
 def plot(bench_dir: str | Path = "data/bench", out: str | Path | None = None):
     """Three panels: candidates/min by run, contexts/s by concurrency, run 1 vs run 2 times."""
     import matplotlib.pyplot as plt
@@ -67,10 +78,12 @@ def plot(bench_dir: str | Path = "data/bench", out: str | Path | None = None):
     if thr.empty:
         ax[0].text(0.5, 0.5, "no harness_*.json: not measured", ha="center")
     else:
-        labels = [f"{r.file.replace('harness_', '').replace('.json', '')}\n{r.run} runners/GPU" for r in thr.itertuples()]
-        ax[0].barh(labels, thr["per_minute"], color=["C1" if m == "shared" else "C0" for m in thr["runners"]])
+        ax[0].barh([_run_label(r) for r in thr.itertuples()], thr["per_minute"],
+                   color=[{"shared": "C1", "kept": "C2"}.get(m, "C0") for m in thr["runners"]])
         ax[0].axvline(300, color="k", ls="--", lw=1)
+        ax[0].tick_params(axis="y", labelsize=8)
         ax[0].set_xlabel("candidates / min (cold cache); dashed: issue 3's target")
+        ax[0].set_title("blue: a runner each, orange: shared, green: kept", fontsize=9)
     if ctx.empty:
         ax[1].text(0.5, 0.5, "no runner_start_*.json: not measured", ha="center")
     else:
@@ -92,8 +105,8 @@ def plot(bench_dir: str | Path = "data/bench", out: str | Path | None = None):
         ax[2].set_ylabel("run 2 median (ms)")
         ax[2].set_title(f"{summ['timed_both']} variants: median CV {summ['median_cv']:.2%}, "
                         f"Spearman {summ['spearman']:.4f}", fontsize=9)
-    gpu = next((g for g in (list(thr.get("gpu", [])) + list(ctx.get("gpu", []))) if g), "no GPU data")
-    fig.suptitle(f"Harness throughput and timing repeatability ({gpu})")
+    gpus = sorted({g for g in (list(thr.get("gpu", [])) + list(ctx.get("gpu", []))) if g}) or ["no GPU data"]
+    fig.suptitle(f"Harness throughput and timing repeatability ({', '.join(gpus)})")
     fig.tight_layout()
     if out is not None:
         fig.savefig(out, dpi=120)
