@@ -74,13 +74,14 @@ timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.p
   $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
 fi
-# EXPORT_GRPO=1: the newest checkpoint without optimizer.pt (Adam moments: 4x the weights, too big
+# EXPORT_GRPO=1 (the default; 0 to skip): the newest checkpoint without optimizer.pt (Adam moments: 4x the weights, too big
 # to carry back) as grpo-<run>.tgz.aa, .ab, ... in $OUT. The run's start_policy is left out (it is
 # START saved in fp32: same weights, twice the bytes; $OUT returns at most 8 files). If the next call
 # finds a fresh machine, unpack the parts into runs/grpo/, copy START to runs/grpo/<run>/start_policy
 # and carry runs/grpo/<run>: `eval` works as on a warm machine, and `train` resumes its step count
-# with fresh optimizer moments (say so).
-if [ "${EXPORT_GRPO:-0}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
+# with fresh optimizer moments (say so). On by default since session 21, whose GRPO policy was gone with
+# the machine once the call ended: its held-out samples survive, the policy to sample again does not.
+if [ "${EXPORT_GRPO:-1}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
   ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1)
   tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/$(basename "$ck")" | gzip -1 \
     | split -b 15M - "$OUT/grpo-$RUN.tgz."
