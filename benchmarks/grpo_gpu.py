@@ -115,7 +115,7 @@ def evaluate(args) -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from cudaperf import policy
+    from cudaperf import policy, runlog
 
     run_dir = ROOT / "data/grpo" / args.run
     start = ROOT / "runs/grpo" / args.run / "start_policy"
@@ -161,9 +161,31 @@ def evaluate(args) -> None:
                         "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None})
     run_dir.mkdir(parents=True, exist_ok=True)
     stem = "eval" if args.split == "test" else f"eval_{args.split}"
+    keep_earlier_eval(run_dir, stem, str(ck.relative_to(ROOT)))
     per.to_parquet(run_dir / f"{stem}_samples.parquet", index=False)
     pd.DataFrame(summary).to_parquet(run_dir / f"{stem}.parquet", index=False)
     _log(json.dumps(summary, indent=1, default=str))
+    # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
+    _log("paired: " + json.dumps(runlog.paired_eval(per), default=str))
+
+
+def keep_earlier_eval(run_dir: Path, stem: str, checkpoint: str) -> None:
+    """An evaluation of an earlier checkpoint of the run is renamed <stem>_step<N>(_samples).parquet
+    before the new one is written, not overwritten (session 21 kept its step-38 evaluation by hand)."""
+    import pandas as pd
+
+    f = run_dir / f"{stem}.parquet"
+    if not f.exists():
+        return
+    old = pd.read_parquet(f)
+    prev = str(old.loc[old["policy"] == "grpo", "checkpoint"].iloc[0]) if (old["policy"] == "grpo").any() else ""
+    if not prev or prev == checkpoint:
+        return
+    step = prev.rstrip("/").rsplit("-", 1)[-1]
+    for suffix in ("", "_samples"):
+        src = run_dir / f"{stem}{suffix}.parquet"
+        if src.exists():
+            src.rename(run_dir / f"{stem}_step{step}{suffix}.parquet")
 
 
 def main(argv=None) -> None:

@@ -95,3 +95,25 @@ def test_committed_probe_logs_parse():
     rows = policy.read_compile_probes(logs)
     assert len(rows) >= len(logs)
     assert all(0.0 <= r["compile_rate"] <= 1.0 and r["samples"] > 0 for r in rows)
+
+
+def test_grpo_eval_keeps_an_earlier_checkpoints_evaluation(tmp_path):
+    """A second `grpo_gpu.py eval` of a later checkpoint renames the first one's files to
+    _step<N>, and the same checkpoint evaluated again replaces its own files."""
+    import pandas as pd
+
+    keep = _script("grpo_gpu").keep_earlier_eval
+
+    def write(ck):
+        pd.DataFrame([{"policy": "sft_start", "checkpoint": "runs/grpo/r/start_policy"},
+                      {"policy": "grpo", "checkpoint": ck}]).to_parquet(tmp_path / "eval_infamily.parquet")
+        pd.DataFrame([{"policy": "grpo", "ck": ck}]).to_parquet(tmp_path / "eval_infamily_samples.parquet")
+
+    write("runs/grpo/r/checkpoint-38")
+    keep(tmp_path, "eval_infamily", "runs/grpo/r/checkpoint-38")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval_infamily.parquet", "eval_infamily_samples.parquet"]
+    keep(tmp_path, "eval_infamily", "runs/grpo/r/checkpoint-50")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["eval_infamily_step38.parquet",
+                                                          "eval_infamily_step38_samples.parquet"]
+    assert pd.read_parquet(tmp_path / "eval_infamily_step38_samples.parquet")["ck"][0].endswith("-38")
+    keep(tmp_path, "eval", "runs/grpo/r/checkpoint-50")  # no earlier test-split evaluation: nothing to do
