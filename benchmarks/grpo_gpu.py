@@ -150,7 +150,8 @@ def evaluate(args) -> None:
     harness.close()
     recs = [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
              "compiled": r.compiled, "correct": bool(r.correct), "pass_rate": r.pass_rate,
-             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split}
+             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split,
+             **policy.compile_failure(r)}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
     per = pd.DataFrame(recs)
     summary = []

@@ -9,6 +9,7 @@ Evaluations made before `signature` existed get it too (`policy.signature_match`
 and their summary JSON its two rates.
 
     python benchmarks/sft_compile_errors.py --models data/models
+    python benchmarks/sft_compile_errors.py --models data/grpo --pattern "*/eval*_samples.parquet"
 """
 from __future__ import annotations
 
@@ -31,6 +32,8 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", default="data/models")
+    ap.add_argument("--pattern", default="*/eval*.parquet",
+                    help="per-sample files under --models (GRPO runs: '*/eval*_samples.parquet')")
     ap.add_argument("--arch", default="sm_90")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--tasks", default=str(ROOT / "data" / "tasks" / "c2cuda.jsonl.gz"))
@@ -39,7 +42,7 @@ def main(argv=None) -> None:
 
     tasks = {t.task_id: t for t in load_tasks(a.tasks)}
     nvcc = next((ln.strip() for ln in toolchain_versions()["nvcc"].splitlines() if "release" in ln), "nvcc")
-    for path in sorted(Path(a.models).glob("*/eval*.parquet")):
+    for path in sorted(Path(a.models).glob(a.pattern)):
         df = pd.read_parquet(path)
         if "signature" not in df:
             _add_signature(df, path, tasks)

@@ -188,16 +188,6 @@ def _samples_path(d: Path, split: str, shard_i: int, shard_k: int) -> Path:
     return d / (f"samples_{split}.jsonl.gz" if shard_k == 1 else f"samples_{split}-{shard_i}of{shard_k}.jsonl.gz")
 
 
-def _compile_failure(res) -> dict:
-    """error_class / first_error of a sample nvcc rejected (empty strings otherwise)."""
-    from cudaperf import policy
-
-    if res.status != "compile_error":
-        return {"error_class": "", "first_error": ""}
-    cls, first = policy.compile_error_class(res.compile_log)
-    return {"error_class": cls, "first_error": first[:300]}
-
-
 def sample_stage(args, size: str) -> Path:
     """Sample n completions per evaluation task with the model in its folder; save them (gzipped JSONL)."""
     import gzip
@@ -286,7 +276,7 @@ def evaluate(args) -> None:
                          "correct": bool(res.correct), "pass_rate": res.pass_rate, "speedup": res.speedup,
                          "cv": res.cv, "runtime_ms": res.runtime_ms, "flags": list(res.flags),
                          "message": res.message, "completion_tokens": r["completion_tokens"],
-                         **_compile_failure(res), "signature": policy.signature_match(r["code"], t),
+                         **policy.compile_failure(res), "signature": policy.signature_match(r["code"], t),
                          "code": r["code"], "prepare_error": bad.get(t.task_id, "")})
         # One file per shard; the summary covers every shard evaluated so far (and says how many).
         name = f"{stem}.parquet" if sk == 1 else f"{stem}-{si}of{sk}.parquet"

@@ -831,6 +831,15 @@ def compile_error_class(log: str) -> tuple[str, str]:
     return error_class_of(msg), msg
 
 
+def compile_failure(res: Any) -> dict[str, str]:
+    """{error_class, first_error} of a judged sample (an EvalResult) nvcc rejected; empty strings
+    for any other status. The per-sample columns of the SFT and GRPO evaluations."""
+    if res.status != "compile_error":
+        return {"error_class": "", "first_error": ""}
+    cls, first = compile_error_class(res.compile_log)
+    return {"error_class": cls, "first_error": first[:300]}
+
+
 def error_class_of(message: str) -> str:
     """The ERROR_CLASSES name of one nvcc error message ("other" when none matches)."""
     import re

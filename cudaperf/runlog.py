@@ -107,13 +107,17 @@ def pool_epochs(log: Any, settings: dict, columns: Sequence[str] = ("r_ver", "r_
 
 def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str, Any]:
     """Policy `b` against `a` on one evaluation's samples (columns policy, task_id, correct,
-    speedup): tasks where b's pass rate is higher / lower / equal, and over the tasks where both
+    speedup, optionally flags): tasks where b's pass rate is higher / lower / equal, and over the tasks where both
     have a correct, timed sample, the geometric mean of b's per-task geomean speedup over a's and
     on how many of them b is faster."""
     import numpy as np
 
+    from cudaperf import metrics
+
     s = samples[samples["policy"].isin([a, b])].copy()
-    s["ok"] = s["correct"].astype(bool) & s["speedup"].notna() & (s["speedup"] > 0)
+    # Correct as every metric counts it (metrics.is_correct): a sample flagged hack: never is.
+    s["correct"] = [metrics.is_correct(r) for r in s.to_dict("records")]
+    s["ok"] = s["correct"] & s["speedup"].notna() & (s["speedup"] > 0)
     s["logsp"] = np.where(s["ok"], np.log(s["speedup"].where(s["ok"], 1.0)), np.nan)
     g = s.groupby(["task_id", "policy"]).agg(p=("correct", "mean"), ls=("logsp", "mean")).unstack("policy")
     both = g["ls"].dropna()

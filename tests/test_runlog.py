@@ -70,3 +70,7 @@ def test_paired_eval_compares_speed_only_where_both_are_correct():
     assert r["tasks"] == 3 and r["tasks_both_timed"] == 1 and r["b_faster_on"] == 1
     assert r["speedup_ratio_b_over_a"] == pytest.approx(2.0)
     assert (r["b_pass_higher"], r["b_pass_lower"], r["pass_equal"]) == (1, 1, 1)
+    # A correct sample flagged as a hack counts as not correct, as in every metric.
+    flagged = pd.DataFrame(rows).assign(flags=[[], ["hack:faster_than_roofline"], [], [], [], []])
+    r = runlog.paired_eval(flagged)
+    assert r["tasks_both_timed"] == 0 and r["pass@1_b"] == pytest.approx(1 / 3)
