@@ -388,6 +388,17 @@ def test_compile_error_class_reads_nvccs_first_error(tmp_path):
     assert policy.compile_error_class("")[0] == "other"
 
 
+def test_compile_failure_columns_only_for_compile_errors():
+    from cudaperf.result import EvalResult
+
+    log = 'k.cu(1): error: identifier "x" is undefined\n1 error detected'
+    bad = EvalResult("t", "h", status="compile_error", compile_log=log)
+    assert policy.compile_failure(bad) == {"error_class": "undefined identifier",
+                                           "first_error": 'identifier "x" is undefined'}
+    assert policy.compile_failure(EvalResult("t", "h", status="wrong", compile_log=log)) == \
+        {"error_class": "", "first_error": ""}
+
+
 def test_sft_results_reads_both_evaluation_splits(tmp_path):
     import pandas as pd
 
