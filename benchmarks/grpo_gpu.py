@@ -78,7 +78,7 @@ def train(args) -> None:
     # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
     # in the run's settings.json, which records every setting used.
     for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks",
-                 "max_tasks"):
+                 "max_tasks", "keep_runners"):
         if getattr(args, name):
             over[name] = getattr(args, name)
     if args.start:
@@ -212,6 +212,8 @@ def main(argv=None) -> None:
     t.add_argument("--max-tasks", type=int, default=0,
                    help="train on this many tasks, stratified over families (0 = all): a pool that steps revisit, "
                         "so the reward of later epochs is measured on the same tasks as the first")
+    t.add_argument("--keep-runners", type=int, default=0,
+                   help="keep shared runners from task to task for this many attempts each (0 = a runner per task)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "

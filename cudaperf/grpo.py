@@ -84,6 +84,10 @@ class GRPOSettings:
                                   "cudaperf.sharedrunner). Same checks and timing per attempt.")
     runners_per_gpu: int = _f(JUDGE_RUNNERS_PER_GPU, "Runner slots per GPU judging the rollouts; the "
                                   "Harness default of 4 made a step's judging runner-bound (session 18).")
+    keep_runners: int = _f(0, "With share_runner: keep a task group's runner for the next task's group until it "
+                              "has judged this many attempts (HarnessConfig.keep_runners; 0 = a fresh runner, and "
+                              "CUDA context, per task). Session 21: runner starts were 48-82 s of a fresh step's "
+                              "judging time summed over its attempts.")
     eval_gpu: str = _f("auto", "Harness GPUs: 'auto' (own GPU when >= 2, else shared), or a comma list.")
     model_size: str = _f("M", "Mini policy size to build when no start checkpoint is found.")
     start_from: str = _f("data/models/sft-M", "SFT checkpoint to start from (mini/paper); used when it exists.")
@@ -200,6 +204,13 @@ def synthetic_ranker(seed: int = 0, n_tasks: int = 60, n_variants: int = 5):
 
 
 # --------------------------------------------------------------------------- step log
+
+
+def rollout_harness_config(base: Any, s: GRPOSettings) -> Any:
+    """The HarnessConfig that judges a run's rollouts: the profile's, on the run's evaluation GPUs,
+    with its shared-runner and kept-runner settings (runners are kept only when shared)."""
+    return replace(base, gpus=eval_gpus(s), share_runner=s.share_runner,
+                   keep_runners=s.keep_runners if s.share_runner else 0)
 
 
 def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> dict[str, Any]:
@@ -497,8 +508,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     if structural is not None:
         structural.reward_config = rcfg
     if harness is None:
-        harness = Harness(replace(profile.harness, gpus=eval_gpus(s), share_runner=s.share_runner),
-                          workers_per_gpu=s.runners_per_gpu)
+        harness = Harness(rollout_harness_config(profile.harness, s), workers_per_gpu=s.runners_per_gpu)
     rollout = MultiTurnRollout(tasks, harness, rcfg, structural, turns=s.turns, gamma=s.gamma,
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
@@ -652,5 +662,5 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
-           "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "run_grpo",
+           "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo",
            "select_tasks", "step_row", "synthetic_ranker", "warm_start"]

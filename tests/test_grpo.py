@@ -386,3 +386,15 @@ def test_probe_filter_keeps_tasks_with_a_compiling_attempt_and_reuses_its_choice
     compiles.clear()
     with pytest.raises(ValueError, match="no reward signal"):
         grpo.probe_filter_tasks(None, None, tasks, s, tmp_path / "fresh", sample_and_compile=fake, log=lambda m: None)
+
+
+def test_rollout_harness_keeps_runners_only_when_they_are_shared():
+    from cudaperf.config import get_profile
+
+    base = get_profile("mini").harness
+    s = grpo.GRPOSettings.for_profile("mini", keep_runners=64)
+    cfg = grpo.rollout_harness_config(base, s)
+    assert cfg.share_runner and cfg.keep_runners == 64
+    off = grpo.rollout_harness_config(base, grpo.GRPOSettings.for_profile("mini", keep_runners=64, share_runner=False))
+    assert not off.share_runner and off.keep_runners == 0
+    assert grpo.rollout_harness_config(base, grpo.GRPOSettings.for_profile("mini")).keep_runners == 0
