@@ -911,9 +911,11 @@ def unique_items(items: Sequence[tuple[Task, Any]]) -> tuple[list[int], list[int
     same program a second, noise-only reward, which group-relative advantages would then learn
     from. The result store already answers a repeat from an earlier batch this way."""
     seen: dict[tuple[str, str], int] = {}
+    prints: dict[int, str] = {}  # a batch holds each task object many times: fingerprint it once
     first: list[int] = []
     for i, (task, src) in enumerate(items):
-        key = (task_fingerprint(task), src if isinstance(src, str) else repr(src))
+        fp = prints.get(id(task)) or prints.setdefault(id(task), task_fingerprint(task))
+        key = (fp, src if isinstance(src, str) else repr(src))
         first.append(seen.setdefault(key, i))
     return first, sorted(set(first))
 
