@@ -85,6 +85,11 @@ BLOCKING_SUSPICIONS = frozenset({
 GPU_ALONE_SUSPICIONS = frozenset({"threads", "load_time", "signal", "dlopen", "process"})
 
 
+def suspicions(flags: Sequence[str]) -> set[str]:
+    """The static scan's suspicions among a record's flags (``suspicious:threads`` -> ``threads``)."""
+    return {f.split(":", 1)[1] for f in flags if f.startswith("suspicious:")}
+
+
 def _median_cv(xs: Sequence[float]) -> tuple[float, float]:
     a = np.asarray(xs, dtype=np.float64)
     med = float(np.median(a))
@@ -250,10 +255,11 @@ class Harness:
         ``cached`` as a result-store hit would be; ``dedupe=False`` judges every item (measurements
         of run-to-run noise want that).
         """
-        first, uniq = unique_items(items) if dedupe else ([], [])
-        if dedupe and len(uniq) < len(items):
-            done = self.evaluate_many([items[i] for i in uniq], progress=progress, dedupe=False)
-            return _spread(first, uniq, done)
+        if dedupe:
+            first, uniq = unique_items(items)
+            if len(uniq) < len(items):
+                done = self.evaluate_many([items[i] for i in uniq], progress=progress, dedupe=False)
+                return _spread(first, uniq, done)
         if self.cfg.share_runner and self.has_gpu:
             from cudaperf import sharedrunner
 
@@ -382,8 +388,7 @@ class Harness:
             self._save(key, res)
             return res, key, None
         res.flags = list(scan_source(source))
-        blocked = sorted(f for f in res.flags if f.split(":", 1)[1] in BLOCKING_SUSPICIONS)
-        if blocked:
+        if suspicions(res.flags) & BLOCKING_SUSPICIONS:
             res.flags.append("hack:disallowed_host_code")
         t = time.perf_counter()
         with self._compile_sem if hasattr(self, "_compile_sem") else contextlib.nullcontext():
@@ -486,7 +491,7 @@ class Harness:
             # (once per task and GPU); the candidate waits for that number only at the end.
             clean_result = self._clean_baseline_async(task, gpu, slot, shim, base_so)
             runner = None
-            alone = any(f.split(":", 1)[1] in GPU_ALONE_SUSPICIONS for f in res.flags if f.startswith("suspicious:"))
+            alone = bool(suspicions(res.flags) & GPU_ALONE_SUSPICIONS)
             try:
                 with (self._locks[gpu].alone() if alone else contextlib.nullcontext()), \
                         self._runner(gpu, slot) as (runner, scratch):
@@ -923,7 +928,6 @@ def unique_items(items: Sequence[tuple[Task, Any]]) -> tuple[list[int], list[int
 def _spread(first: Sequence[int], uniq: Sequence[int], done: Sequence[EvalResult]) -> list[EvalResult]:
     """Records for every item from the records of the unique ones (`unique_items`): a repeat gets
     a deep copy of its first item's record, marked ``cached`` (its time was not spent again)."""
-
     pos = {i: k for k, i in enumerate(uniq)}
     out: list[EvalResult] = []
     for i, f in enumerate(first):

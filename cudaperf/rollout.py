@@ -349,9 +349,9 @@ class MultiTurnRollout:
         # A result served from the store carries the timings of its first evaluation; this
         # step spent none of that time.
         fresh = [r for r in res if not r.cached]
-        st.compile_s = sum(float(r.timings.get("compile", 0.0)) for r in fresh)
-        st.execution_s = sum(float(r.timings.get(k, 0.0)) for r in fresh for k in EXEC_STAGES)
         st.stage_s = {k: sum(float(r.timings.get(k, 0.0)) for r in fresh) for k in LOGGED_STAGES}
+        st.compile_s = st.stage_s["compile"]
+        st.execution_s = sum(st.stage_s[k] for k in EXEC_STAGES)
         st.batch_repeats = sum(r.timings.get("batch_repeat", 0.0) > 0 for r in res)
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
         ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]

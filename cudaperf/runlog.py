@@ -115,10 +115,10 @@ def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str
     from cudaperf import metrics
 
     s = samples[samples["policy"].isin([a, b])].copy()
-    # Correct as every metric counts it (metrics.is_correct): a sample flagged hack: never is.
-    s["correct"] = [metrics.is_correct(r) for r in s.to_dict("records")]
-    s["ok"] = s["correct"] & s["speedup"].notna() & (s["speedup"] > 0)
-    s["logsp"] = np.where(s["ok"], np.log(s["speedup"].where(s["ok"], 1.0)), np.nan)
+    # Correct and timed as every metric counts them: a sample flagged hack: never is.
+    rows = s.to_dict("records")
+    s["correct"] = [metrics.is_correct(r) for r in rows]
+    s["logsp"] = [np.log(q) if (q := metrics.qualifying_speedup(r)) is not None else np.nan for r in rows]
     g = s.groupby(["task_id", "policy"]).agg(p=("correct", "mean"), ls=("logsp", "mean")).unstack("policy")
     both = g["ls"].dropna()
     return {"tasks": int(len(g)), "b_pass_higher": int((g["p"][b] > g["p"][a]).sum()),
