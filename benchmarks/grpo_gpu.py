@@ -121,6 +121,14 @@ def evaluate(args) -> None:
     start = ROOT / "runs/grpo" / args.run / "start_policy"
     ck = _checkpoint_model(args.run)
     policies = {"sft_start": start, "grpo": ck}
+    # --also-steps: earlier checkpoints of the run, sampled and judged in the same batch (the SFT
+    # start is sampled once), so one call gives the held-out curve over training.
+    for step in _steps_arg(args.also_steps):
+        earlier = ROOT / "runs/grpo" / args.run / f"checkpoint-{step}"
+        if not earlier.is_dir():
+            sys.exit(f"--also-steps {step}: no {earlier.relative_to(ROOT)}")
+        if earlier != ck:
+            policies[f"grpo_step{step}"] = earlier
     tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     samples = {}
@@ -154,20 +162,46 @@ def evaluate(args) -> None:
              **policy.compile_failure(r)}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
     per = pd.DataFrame(recs)
-    summary = []
+    summary = {}
     for name in policies:
         s = policy.eval_summary([r for r in recs if r["policy"] == name])
-        summary.append({"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
-                        "n": args.n, "temperature": args.temperature, **s,
-                        "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None})
+        summary[name] = {"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
+                         "n": args.n, "temperature": args.temperature, **s,
+                         "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None}
     run_dir.mkdir(parents=True, exist_ok=True)
     stem = "eval" if args.split == "test" else f"eval_{args.split}"
     keep_earlier_eval(run_dir, stem, str(ck.relative_to(ROOT)))
-    per.to_parquet(run_dir / f"{stem}_samples.parquet", index=False)
-    pd.DataFrame(summary).to_parquet(run_dir / f"{stem}.parquet", index=False)
-    _log(json.dumps(summary, indent=1, default=str))
-    # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
-    _log("paired: " + json.dumps(runlog.paired_eval(per), default=str))
+    for out, rows, pair in write_evals(run_dir, stem, per, summary):
+        _log(f"{out}: " + json.dumps(rows, indent=1, default=str))
+        # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
+        _log(f"{out} paired: " + json.dumps(runlog.paired_eval(pair), default=str))
+
+
+def write_evals(run_dir: Path, stem: str, per, summary: dict) -> list:
+    """Every file holds the SFT start and one GRPO checkpoint, named "grpo", as a single evaluation
+    would write it: policy "grpo" (the newest) under <stem>, each "grpo_step<N>" under <stem>_step<N>.
+    Returns (file stem, summary rows, samples) per file written."""
+    import pandas as pd
+
+    written = []
+    for name in summary:
+        if name == "sft_start":
+            continue
+        out = stem if name == "grpo" else f"{stem}_{name.removeprefix('grpo_')}"
+        pair = per[per["policy"].isin(["sft_start", name])].replace({"policy": {name: "grpo"}})
+        pair.to_parquet(run_dir / f"{out}_samples.parquet", index=False)
+        rows = [summary["sft_start"], {**summary[name], "policy": "grpo"}]
+        pd.DataFrame(rows).to_parquet(run_dir / f"{out}.parquet", index=False)
+        written.append((out, rows, pair))
+    return written
+
+
+def _steps_arg(text: str) -> list[int]:
+    """'20,40' -> [20, 40]; '' -> []. A clear error for anything else."""
+    try:
+        return [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        sys.exit(f"--also-steps takes step numbers separated by commas, got {text!r}")
 
 
 def keep_earlier_eval(run_dir: Path, stem: str, checkpoint: str) -> None:
@@ -229,6 +263,8 @@ def main(argv=None) -> None:
     e.add_argument("--max-new-tokens", type=int, default=1024)
     e.add_argument("--sample-batch", type=int, default=256)
     e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--also-steps", default="", help="earlier checkpoints to evaluate as well, e.g. '20,40' "
+                   "(written as <stem>_step<N>.parquet beside the newest's)")
     args = ap.parse_args(argv)
     {"train": train, "eval": evaluate}[args.cmd](args)
 

@@ -117,3 +117,25 @@ def test_grpo_eval_keeps_an_earlier_checkpoints_evaluation(tmp_path):
                                                           "eval_infamily_step38_samples.parquet"]
     assert pd.read_parquet(tmp_path / "eval_infamily_step38_samples.parquet")["ck"][0].endswith("-38")
     keep(tmp_path, "eval", "runs/grpo/r/checkpoint-50")  # no earlier test-split evaluation: nothing to do
+
+
+def test_grpo_eval_writes_one_file_pair_per_checkpoint(tmp_path):
+    """`eval --also-steps 20`: the newest checkpoint's files under the plain stem and step 20's
+    under <stem>_step20, each with the SFT start and that checkpoint named "grpo"."""
+    import pandas as pd
+
+    g = _script("grpo_gpu")
+    per = pd.DataFrame({"policy": ["sft_start", "grpo", "grpo_step20"], "task_id": ["a"] * 3,
+                        "correct": [True, False, True]})
+    summary = {n: {"policy": n, "checkpoint": f"ck/{n}", "pass@1": float(c)}
+               for n, c in zip(per["policy"], per["correct"])}
+    written = g.write_evals(tmp_path, "eval_infamily", per, summary)
+    assert [w[0] for w in written] == ["eval_infamily", "eval_infamily_step20"]
+    s20 = pd.read_parquet(tmp_path / "eval_infamily_step20.parquet")
+    assert s20["policy"].tolist() == ["sft_start", "grpo"] and s20["checkpoint"].tolist() == ["ck/sft_start",
+                                                                                             "ck/grpo_step20"]
+    samp = pd.read_parquet(tmp_path / "eval_infamily_samples.parquet")
+    assert samp["policy"].tolist() == ["sft_start", "grpo"] and samp["correct"].tolist() == [True, False]
+    assert g._steps_arg("20, 40") == [20, 40] and g._steps_arg("") == []
+    with pytest.raises(SystemExit):
+        g._steps_arg("twenty")
