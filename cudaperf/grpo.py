@@ -247,6 +247,7 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         "cache_hits": st.cache_hits, "cache_lookups": st.cache_lookups,
         "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),
         "batch_repeats": st.batch_repeats,
+        "internal_errors": st.internal_errors, "released_gb": st.released_gb,
         **{f"s_{k}": v for k, v in st.stage_s.items()},
     }
     for k, v in trl.items():

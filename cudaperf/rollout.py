@@ -44,7 +44,7 @@ from typing import Any, Sequence
 
 from cudaperf import prompts as P
 from cudaperf.config import RewardConfig
-from cudaperf.result import EvalResult, correctness_unjudged
+from cudaperf.result import EvalResult, correctness_unjudged, is_internal_error
 from cudaperf.rewards import extract_code, reward_components
 from cudaperf.tasks import Task
 
@@ -91,10 +91,31 @@ class StepStats:
     cache_hits: int = 0
     cache_lookups: int = 0
     batch_repeats: int = 0  # attempts that repeated another of the same batch (judged once)
+    internal_errors: int = 0  # records the harness could not judge (its own error, e.g. no GPU memory)
+    released_gb: float = 0.0  # the policy's cached GPU memory handed back before judging (summed over rounds)
     stage_s: dict[str, float] = field(default_factory=dict)  # LOGGED_STAGES summed over fresh results
     components: dict[str, float] = field(default_factory=dict)
     r_str_paid: float = 0.0
     by_turn: dict[int, dict[str, float]] = field(default_factory=dict)
+
+
+def release_cached_gpu_memory() -> float:
+    """Hand the policy's cached but unused GPU blocks back to the driver; returns the GB released.
+
+    PyTorch's allocator keeps what generation and the last update freed (tens of GB for a batch of
+    128 long completions) reserved in the trainer's process. The harness's runners judge on the
+    same GPU when there is one, and their allocations failed with cudaErrorMemoryAllocation on the
+    80 GB H100 in session 22 (a wrong verdict for the candidates in them); the allocator gets its
+    blocks back during the next update at the cost of a few cudaMalloc calls."""
+    try:
+        import torch
+    except ImportError:
+        return 0.0
+    if not (torch.cuda.is_available() and torch.cuda.is_initialized()):
+        return 0.0
+    before = torch.cuda.memory_reserved()
+    torch.cuda.empty_cache()
+    return max(0, before - torch.cuda.memory_reserved()) / 2**30
 
 
 @dataclass
@@ -277,6 +298,8 @@ class MultiTurnRollout:
                 prep.join()
                 prep = None
                 st.prepare_wait_s = time.perf_counter() - t
+            if getattr(self.harness, "has_gpu", False):
+                st.released_gb += release_cached_gpu_memory()
             results = self.harness.evaluate_many([(ch.task, c) for ch, c in zip(active, codes)])
             st.eval_wall_s += time.perf_counter() - t
             r_str = self._structural(texts, active, results)
@@ -353,6 +376,7 @@ class MultiTurnRollout:
         st.compile_s = st.stage_s["compile"]
         st.execution_s = sum(st.stage_s[k] for k in EXEC_STAGES)
         st.batch_repeats = sum(r.timings.get("batch_repeat", 0.0) > 0 for r in res)
+        st.internal_errors = sum(is_internal_error(r.message) for r in res)
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
         ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
         # NaN, not 0, when a compiled attempt was never judged (no GPU): the rate is unknown.

@@ -156,6 +156,27 @@ def test_rollout_chains_feedback_early_stop_and_credit(tiny):
     # Per-stage sums for the step log: the scripted records time check 0.1 s and time 0.2 s.
     assert ro.last.stage_s["compile"] == pytest.approx(0.5 * n)
     assert ro.last.stage_s["lock_wait_exclusive"] == 0.0 and ro.last.batch_repeats == 0
+    assert ro.last.internal_errors == 0 and ro.last.released_gb == 0.0  # no GPU here: nothing to release
+
+
+def test_rollout_counts_records_the_harness_could_not_judge(tiny):
+    """A record the harness could not judge (its own error, such as a runner that found no free GPU
+    memory) is counted in the step log, so a run can tell harness trouble from bad attempts."""
+    from cudaperf.result import INTERNAL_ERROR
+
+    model, tok, tasks = tiny
+
+    class Failing(ScriptedHarness):
+        def evaluate_many(self, items):
+            out = super().evaluate_many(items)
+            out[0].status, out[0].correct = "crashed", False
+            out[0].message = f"{INTERNAL_ERROR}: RuntimeError: runner init failed: err cudaErrorMemoryAllocation"
+            return out
+
+    ro = MultiTurnRollout(tasks[:1], Failing(), RewardConfig(), None, turns=1, max_new_tokens=8)
+    ro.rollout(model, tok, [prompts.task_prompt(tasks[0])] * 3)
+    assert ro.last.internal_errors == 1
+    assert grpo.step_row(1, ro.last, 1.0, {})["internal_errors"] == 1
 
 
 def test_turn_baseline_centres_returns_per_task_and_turn(tiny):
