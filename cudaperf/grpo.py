@@ -551,10 +551,14 @@ def _start_policy(s: GRPOSettings, tasks: Sequence[Task], root, out_dir: Path):
     """
     start = out_dir / "start_policy"
     if (start / "config.json").is_file() and not (s.lora or s.quantize_4bit):
+        import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(start))
-        model = AutoModelForCausalLM.from_pretrained(str(start))
+        # float32 whatever the folder holds: a start_policy rebuilt by hand from a bf16 SFT export
+        # (session 22) was otherwise loaded in bf16, and the resumed run trained pure-bf16 weights
+        # and collapsed within three steps (every completion 1,024 tokens, KL 7).
+        model = AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
         src = (start / "source.txt").read_text() if (start / "source.txt").is_file() else str(start)
         return model, tok, src
     model, tok, src = load_start_policy(s, tasks, root, out_dir)

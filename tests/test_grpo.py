@@ -419,3 +419,21 @@ def test_rollout_harness_keeps_runners_only_when_they_are_shared():
     off = grpo.rollout_harness_config(base, grpo.GRPOSettings.for_profile("mini", keep_runners=64, share_runner=False))
     assert not off.share_runner and off.keep_runners == 0
     assert grpo.rollout_harness_config(base, grpo.GRPOSettings.for_profile("mini")).keep_runners == 0
+
+
+def test_a_saved_start_policy_is_reloaded_in_float32(tiny, tmp_path):
+    """A run's start_policy folder holding bf16 weights (session 22 rebuilt one by hand from the bf16
+    SFT export to resume on a fresh machine) is still loaded in float32: trained in bf16, the
+    resumed policy collapsed within three steps."""
+    import torch
+
+    from cudaperf import grpo
+
+    model, tok, tasks = tiny
+    start = tmp_path / "start_policy"
+    model.to(torch.bfloat16).save_pretrained(str(start))
+    model.to(torch.float32)
+    tok.save_pretrained(str(start))
+    s = grpo.GRPOSettings.for_profile("smoke", model_size="tiny")
+    loaded, _, src = grpo._start_policy(s, tasks, tmp_path, tmp_path)
+    assert next(loaded.parameters()).dtype == torch.float32 and src == str(start)
