@@ -555,9 +555,10 @@ def _start_policy(s: GRPOSettings, tasks: Sequence[Task], root, out_dir: Path):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(start))
-        # float32 whatever the folder holds: a start_policy rebuilt by hand from a bf16 SFT export
-        # (session 22) was otherwise loaded in bf16, and the resumed run trained pure-bf16 weights
-        # and collapsed within three steps (every completion 1,024 tokens, KL 7).
+        # float32 whatever the folder holds: a start_policy rebuilt by hand from the float16 SFT
+        # export data/models/sft-M-s18 (session 22) was otherwise loaded in float16, and Adam on
+        # float16 weights (its eps 1e-8 is 0 there) moved them by 65-650 % of their norm: the
+        # resumed run collapsed within three steps (every completion 1,024 tokens, KL 7).
         model = AutoModelForCausalLM.from_pretrained(str(start), dtype=torch.float32)
         src = (start / "source.txt").read_text() if (start / "source.txt").is_file() else str(start)
         return model, tok, src

@@ -422,16 +422,16 @@ def test_rollout_harness_keeps_runners_only_when_they_are_shared():
 
 
 def test_a_saved_start_policy_is_reloaded_in_float32(tiny, tmp_path):
-    """A run's start_policy folder holding bf16 weights (session 22 rebuilt one by hand from the bf16
-    SFT export to resume on a fresh machine) is still loaded in float32: trained in bf16, the
-    resumed policy collapsed within three steps."""
+    """A run's start_policy folder holding half-precision weights (session 22 rebuilt one by hand
+    from the float16 SFT export to resume on a fresh machine) is still loaded in float32: trained in
+    float16, the resumed policy collapsed within three steps."""
     import torch
 
     from cudaperf import grpo
 
     model, tok, tasks = tiny
     start = tmp_path / "start_policy"
-    model.to(torch.bfloat16).save_pretrained(str(start))
+    model.to(torch.float16).save_pretrained(str(start))
     model.to(torch.float32)
     tok.save_pretrained(str(start))
     s = grpo.GRPOSettings.for_profile("smoke", model_size="tiny")
