@@ -41,6 +41,33 @@ EXPORT_SFT=${EXPORT_SFT:-0}
 if [ ! -d "data/grpo/$RUN" ] && [ -d "runs/grpo_data/$RUN" ]; then
   mkdir -p data/grpo && cp -r "runs/grpo_data/$RUN" "data/grpo/$RUN" && echo "== restored data/grpo/$RUN from runs/grpo_data"
 fi
+# RESUME_TAR: a checkpoint exported by an earlier call (EXPORT_GRPO, below), its parts concatenated
+# on this machine into one ignored file and carried, e.g.
+#   mkdir -p runs/carry && cat <files_at>/grpo-<run>.txz.* > runs/carry/<run>.tar.xz   (carry runs/carry)
+# It is unpacked into runs/grpo/, and the run's start_policy (left out of the export) is rebuilt from
+# START in float32 (session 22's hand-made rebuild, a copy of the float16 sft-M-s18, trained in float16
+# and collapsed; grpo._start_policy now also loads it in float32 whatever the folder holds). Resuming this way
+# keeps the weights and the step count; Adam's moments start afresh (optimizer.pt stays behind).
+if [ -n "${RESUME_TAR:-}" ]; then
+  [ -f "$RESUME_TAR" ] || { echo "gpu_grpo.sh: RESUME_TAR=$RESUME_TAR not found (carry it)" >&2; exit 3; }
+  mkdir -p runs/grpo && xz -dc "$RESUME_TAR" | tar xf - -C runs/grpo || exit 3
+  ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1 \
+    || { echo "gpu_grpo.sh: $RESUME_TAR holds no runs/grpo/$RUN/checkpoint-*" >&2; exit 3; }
+  if [ ! -f "runs/grpo/$RUN/start_policy/config.json" ]; then
+    # As the first call saved it: START in float32 (also the KL reference TRL loads from there).
+    python3 - "$START" "runs/grpo/$RUN/start_policy" "data/grpo/$RUN/settings.json" <<'PY' || exit 3
+import json, os, sys
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+start, dst, settings = sys.argv[1:4]
+AutoModelForCausalLM.from_pretrained(start, dtype=torch.float32).save_pretrained(dst)
+AutoTokenizer.from_pretrained(start).save_pretrained(dst)
+src = json.load(open(settings))["start_policy"] if os.path.isfile(settings) else start
+open(os.path.join(dst, "source.txt"), "w").write(src)
+PY
+  fi
+  echo "== resuming $RUN from $(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1) (fresh Adam moments)"
+fi
 if [ "$SFT_S" -eq 0 ] && [ ! -f "$START/config.json" ]; then
   # A fresh machine keeps nothing: say so at once instead of training GRPO from a random model.
   echo "gpu_grpo.sh: SFT_S=0 but no start policy at $START (carry it, or set SFT_S)" >&2; exit 3
@@ -74,17 +101,15 @@ timeout -s ABRT $(( GRPO_S + 90 )) python3 -X faulthandler benchmarks/grpo_gpu.p
   $( [ "$STEPS" -gt 0 ] && echo --steps "$STEPS" ) ${GRPO_ARGS:-} > "$OUT/grpo_train.log" 2>&1
 echo "== grpo train rc=$?"; grep "grpo_gpu" -A8 "$OUT/grpo_train.log" | tail -12 | cut -c1-300
 fi
-# EXPORT_GRPO=1 (the default; 0 to skip): the newest checkpoint without optimizer.pt (Adam moments: 4x the weights, too big
-# to carry back) as grpo-<run>.tgz.aa, .ab, ... in $OUT. The run's start_policy is left out (it is
-# START saved in fp32: same weights, twice the bytes; $OUT returns at most 8 files). If the next call
-# finds a fresh machine, unpack the parts into runs/grpo/, copy START to runs/grpo/<run>/start_policy
-# and carry runs/grpo/<run>: `eval` works as on a warm machine, and `train` resumes its step count
-# with fresh optimizer moments (say so). On by default since session 21, whose GRPO policy was gone with
-# the machine once the call ended: its held-out samples survive, the policy to sample again does not.
+# EXPORT_GRPO=1 (the default; 0 to skip): the newest checkpoint without optimizer.pt (Adam moments: 2x the
+# weights, too big to carry back) as grpo-<run>.txz.aa, .ab, ... (xz: the M checkpoint is 33 MB, 30 MB
+# packed, and the carried tree is capped at 64 MiB). The run's start_policy is left out (START saved in
+# float32). If the next call finds a fresh machine, resume with RESUME_TAR (above). On by default since
+# session 21, whose GRPO policy was gone with the machine once the call ended.
 if [ "${EXPORT_GRPO:-1}" = 1 ] && ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1; then
   ck=$(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1)
-  tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/$(basename "$ck")" | gzip -1 \
-    | split -b 15M - "$OUT/grpo-$RUN.tgz."
+  tar cf - -C runs/grpo --exclude=optimizer.pt "$RUN/$(basename "$ck")" | xz -T0 -6 \
+    | split -b 15M - "$OUT/grpo-$RUN.txz."
 fi
 if [ "$EVAL_TASKS" -gt 0 ]; then
   timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
