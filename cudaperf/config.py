@@ -79,6 +79,9 @@ class HarnessConfig:
                               "the next task's group (its call shim swapped, its scratch emptied) until it has judged "
                               "this many candidates; 0 = a fresh runner per group. Saves a CUDA context per task "
                               "(cudaperf.keptrunners says what a kept runner may carry over and why that is safe).")
+    internal_retries: int = _f(1, "A record the harness could not judge because of its own error (no GPU memory "
+                                  "left for a runner, a runner that would not start) is judged again this many "
+                                  "times, one at a time, after the batch; 0 = never.")
     roofline_slack: float = _f(0.8, "Flag a runtime below slack * (min bytes / copy bandwidth) as impossible.")
     gpus: str = _f("all", "GPUs for evaluation workers: 'all', or a comma list of indices (e.g. '1' to keep GPU 0 for training).")
     compile_jobs: int = _f(0, "Parallel nvcc jobs; 0 = all CPU cores.")

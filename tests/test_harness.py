@@ -105,6 +105,36 @@ def test_internal_error_still_gives_a_record(harness, monkeypatch):
     assert r.status == "crashed" and "internal harness error" in r.message
 
 
+def test_a_record_the_harness_could_not_judge_is_judged_again_after_the_batch(harness, monkeypatch):
+    """A transient harness error (session 22: runners that found no GPU memory beside the trainer)
+    gets one more try, alone, after the batch; a persistent one stays an internal error; the other
+    records of the batch are untouched."""
+    import cudaperf.harness as hm
+
+    real, calls = hm.compile_candidate, []
+
+    def flaky(source, *a, **k):
+        calls.append(source)
+        if "transient" in source and calls.count(source) == 1 or "persistent" in source:
+            raise RuntimeError("simulated: runner init failed: cudaErrorMemoryAllocation")
+        return real(source, *a, **k)
+
+    monkeypatch.setattr("cudaperf.harness.compile_candidate", flaky)
+    src = SAXPY.variant("naive").source
+    items = [(SAXPY, src + "// transient\n"), (SAXPY, src + "// persistent\n"), (SAXPY, src + "// fine\n")]
+    again, still, fine = harness.evaluate_many(items)
+    assert again.compiled and "internal harness error" not in again.message
+    assert again.timings["internal_retry"] == 1.0 and again.failures[-1]["reason"] == "retried"
+    assert "internal harness error" in still.message and still.timings["internal_retry"] == 1.0
+    assert "internal_retry" not in fine.timings and fine.compiled
+    assert calls.count(items[1][1]) == 2  # internal_retries = 1: judged twice in all
+    from dataclasses import replace
+
+    monkeypatch.setattr(harness, "cfg", replace(harness.cfg, internal_retries=0))
+    (never,) = harness.evaluate_many([(SAXPY, src + "// persistent 2\n")])
+    assert "internal harness error" in never.message and "internal_retry" not in never.timings
+
+
 def test_reward_gates_follow_design():
     cfg = RewardConfig()
     base = dict(task_id="t", candidate_hash="h")
