@@ -15,6 +15,8 @@ Guarantees:
 * `paired_eval` compares two policies' held-out samples task by task (pass rate on every task;
   speedup only on tasks where both have a correct, timed sample), so a policy that solves fewer,
   easier-to-speed-up tasks cannot look faster by its choice of tasks.
+* `judging_table` gives one row per run on how its rewards were judged (internal harness errors,
+  GPU memory handed back, repeats, store hits, judging time); a column a run never logged is NaN.
 """
 from __future__ import annotations
 
@@ -130,4 +132,28 @@ def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str
             "b_faster_on": int((both[b] > both[a]).sum())}
 
 
-__all__ = ["load_runs", "paired_eval", "pool_epochs", "reward_trend", "trend_table"]
+# Step-log columns that say whether the rewards of a run can be trusted and how the judging went;
+# older runs lack the newer ones (released_gb and internal_errors came in session 22).
+JUDGING_COLUMNS = {"internal_errors": "sum", "released_gb": "max", "batch_repeats": "sum",
+                   "cache_hit_rate": "mean", "t_eval_wall": "median", "t_step": "median"}
+
+
+def judging_table(runs: dict[str, Any]) -> Any:
+    """One row per run: attempts the harness could not judge (`internal_errors`, paid as crashes
+    unless a retry judged them), the largest policy cache handed back before judging
+    (`released_gb`), in-batch repeats, store hit rate, and median judging and step seconds. A
+    column a run did not log is NaN for it, not 0."""
+    import pandas as pd
+
+    rows = []
+    for name, df in runs.items():
+        row = {"run": name, "steps": len(df)}
+        for col, how in JUDGING_COLUMNS.items():
+            row[f"{col} ({how})"] = getattr(df[col].dropna(), how)() if col in df and df[col].notna().any() \
+                else float("nan")
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
+
+
+__all__ = ["JUDGING_COLUMNS", "judging_table", "load_runs", "paired_eval", "pool_epochs", "reward_trend",
+           "trend_table"]

@@ -74,3 +74,17 @@ def test_paired_eval_compares_speed_only_where_both_are_correct():
     flagged = pd.DataFrame(rows).assign(flags=[[], ["hack:faster_than_roofline"], [], [], [], []])
     r = runlog.paired_eval(flagged)
     assert r["tasks_both_timed"] == 0 and r["pass@1_b"] == pytest.approx(1 / 3)
+
+
+def test_judging_table_sums_internal_errors_and_leaves_unlogged_columns_nan():
+    import pandas as pd
+
+    new = pd.DataFrame({"step": [1, 2], "internal_errors": [3, 0], "released_gb": [16.4, 37.5],
+                        "batch_repeats": [1, 2], "cache_hit_rate": [float("nan"), 0.5], "t_eval_wall": [20.0, 10.0],
+                        "t_step": [40.0, 20.0]})
+    old = pd.DataFrame({"step": [1], "batch_repeats": [4], "t_step": [30.0]})
+    t = runlog.judging_table({"new": new, "old": old})
+    assert t.loc["new", "internal_errors (sum)"] == 3 and t.loc["new", "released_gb (max)"] == 37.5
+    assert t.loc["new", "cache_hit_rate (mean)"] == 0.5 and t.loc["new", "t_step (median)"] == 30.0
+    assert math.isnan(t.loc["old", "internal_errors (sum)"]) and t.loc["old", "batch_repeats (sum)"] == 4
+    assert t.loc["old", "steps"] == 1
