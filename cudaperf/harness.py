@@ -266,15 +266,16 @@ class Harness:
         if self.cfg.share_runner and self.has_gpu:
             from cudaperf import sharedrunner
 
-            return self._retry_internal_errors(items, sharedrunner.evaluate_many(self, items, progress=progress))
-        results: list[EvalResult | None] = [None] * len(items)
+            results = sharedrunner.evaluate_many(self, items, progress=progress)
+        else:
+            results = [None] * len(items)
 
-        def one(i: int) -> int:
-            task, src = items[i]
-            results[i] = self._evaluate_safe(task, src)
-            return 1
+            def one(i: int) -> int:
+                task, src = items[i]
+                results[i] = self._evaluate_safe(task, src)
+                return 1
 
-        self._in_parallel(len(items), one, len(items) if progress else None)
+            self._in_parallel(len(items), one, len(items) if progress else None)
         return self._retry_internal_errors(items, results)
 
     def _retry_internal_errors(self, items: Sequence[tuple[Task, str]], results: list) -> list[EvalResult]:
@@ -283,7 +284,7 @@ class Harness:
         of a GRPO step found no GPU memory beside the trainer, and such records were paid as wrong
         attempts; alone and after the batch, the pressure that caused them is gone. The retry's record
         replaces the first and says so (``timings["internal_retry"]``)."""
-        for _ in range(max(0, self.cfg.internal_retries)):
+        for _ in range(self.cfg.internal_retries):
             todo = [i for i, r in enumerate(results) if r is not None and is_internal_error(r.message)]
             if not todo:
                 break
