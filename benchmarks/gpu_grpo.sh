@@ -46,28 +46,16 @@ fi
 # RESUME_TAR: a checkpoint exported by an earlier call (EXPORT_GRPO, below), its parts concatenated
 # on this machine into one ignored file and carried, e.g.
 #   mkdir -p runs/carry && cat <files_at>/grpo-<run>.txz.* > runs/carry/<run>.tar.xz   (carry runs/carry)
-# It is unpacked into runs/grpo/, and the run's start_policy (left out of the export) is rebuilt from
-# START in float32 (session 22's hand-made rebuild, a copy of the float16 sft-M-s18, trained in float16
-# and collapsed; grpo._start_policy now also loads it in float32 whatever the folder holds). Resuming this way
+# It is unpacked into runs/grpo/. The run's start_policy (left out of the export) is not copied in by
+# hand: `train` saves it again from START in float32, as the run's first call did, and `eval` falls
+# back to the run's start_from (session 22's hand-made copy of the float16 sft-M-s18 trained in float16
+# and collapsed; grpo._start_policy now loads float32 whatever the folder holds). Resuming this way
 # keeps the weights and the step count; Adam's moments start afresh (optimizer.pt stays behind).
 if [ -n "${RESUME_TAR:-}" ]; then
   [ -f "$RESUME_TAR" ] || { echo "gpu_grpo.sh: RESUME_TAR=$RESUME_TAR not found (carry it)" >&2; exit 3; }
   mkdir -p runs/grpo && xz -dc "$RESUME_TAR" | tar xf - -C runs/grpo || exit 3
   ls -d runs/grpo/"$RUN"/checkpoint-* >/dev/null 2>&1 \
     || { echo "gpu_grpo.sh: $RESUME_TAR holds no runs/grpo/$RUN/checkpoint-*" >&2; exit 3; }
-  if [ ! -f "runs/grpo/$RUN/start_policy/config.json" ]; then
-    # As the first call saved it: START in float32 (also the KL reference TRL loads from there).
-    python3 - "$START" "runs/grpo/$RUN/start_policy" "data/grpo/$RUN/settings.json" <<'PY' || exit 3
-import json, os, sys
-import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
-start, dst, settings = sys.argv[1:4]
-AutoModelForCausalLM.from_pretrained(start, dtype=torch.float32).save_pretrained(dst)
-AutoTokenizer.from_pretrained(start).save_pretrained(dst)
-src = json.load(open(settings))["start_policy"] if os.path.isfile(settings) else start
-open(os.path.join(dst, "source.txt"), "w").write(src)
-PY
-  fi
   echo "== resuming $RUN from $(ls -d runs/grpo/"$RUN"/checkpoint-* | sort -V | tail -1) (fresh Adam moments)"
 fi
 if [ "$SFT_S" -eq 0 ] && [ ! -f "$START/config.json" ]; then

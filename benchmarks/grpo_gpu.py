@@ -101,6 +101,23 @@ def train(args) -> None:
         _log("\n" + tail.to_string(index=False))
 
 
+def start_folder(run: str, root: Path = ROOT) -> Path:
+    """The run's SFT start: the float32 copy `train` saved (runs/grpo/<run>/start_policy), or, on a
+    fresh machine that has only the run's checkpoint (gpu_grpo.sh RESUME_TAR), the checkpoint it was
+    made from (settings.json `start_from`, committed): the same weights."""
+    from cudaperf import policy
+
+    saved = root / "runs/grpo" / run / "start_policy"
+    if (saved / "config.json").is_file():
+        return saved
+    settings = root / "data/grpo" / run / "settings.json"
+    src = root / json.loads(settings.read_text()).get("start_from", "") if settings.is_file() else None
+    if src is None or not policy.has_weights(src):
+        sys.exit(f"no start policy for {run}: neither {saved.relative_to(root)} nor a start_from in "
+                 f"{settings.relative_to(root)} with weights")
+    return src
+
+
 def _checkpoint_model(run: str):
     from cudaperf import grpo
 
@@ -118,7 +135,7 @@ def evaluate(args) -> None:
     from cudaperf import policy, runlog
 
     run_dir = ROOT / "data/grpo" / args.run
-    start = ROOT / "runs/grpo" / args.run / "start_policy"
+    start = start_folder(args.run)
     ck = _checkpoint_model(args.run)
     policies = {"sft_start": start, "grpo": ck}
     # --also-steps: earlier checkpoints of the run, sampled and judged in the same batch (the SFT

@@ -425,6 +425,8 @@ def test_a_saved_start_policy_is_reloaded_in_float32(tiny, tmp_path):
     """A run's start_policy folder holding half-precision weights (session 22 rebuilt one by hand
     from the float16 SFT export to resume on a fresh machine) is still loaded in float32: trained in
     float16, the resumed policy collapsed within three steps."""
+    import json
+
     import torch
 
     from cudaperf import grpo
@@ -437,3 +439,10 @@ def test_a_saved_start_policy_is_reloaded_in_float32(tiny, tmp_path):
     s = grpo.GRPOSettings.for_profile("smoke", model_size="tiny")
     loaded, _, src = grpo._start_policy(s, tasks, tmp_path, tmp_path)
     assert next(loaded.parameters()).dtype == torch.float32 and src == str(start)
+    # A run dir without start_policy (a fresh machine given only the checkpoint, gpu_grpo.sh RESUME_TAR)
+    # saves it again from start_from, in float32, as the run's first call did.
+    s = grpo.GRPOSettings.for_profile("smoke", model_size="tiny", start_from="start_policy", warm_start_steps=0)
+    run_dir = tmp_path / "run"
+    loaded, _, src = grpo._start_policy(s, tasks, tmp_path, run_dir)
+    assert next(loaded.parameters()).dtype == torch.float32 and src == str(start)
+    assert json.loads((run_dir / "start_policy/config.json").read_text())["dtype"] == "float32"

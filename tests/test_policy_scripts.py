@@ -139,3 +139,24 @@ def test_grpo_eval_writes_one_file_pair_per_checkpoint(tmp_path):
     assert g._steps_arg("20, 40") == [20, 40] and g._steps_arg("") == []
     with pytest.raises(SystemExit):
         g._steps_arg("twenty")
+
+
+def test_grpo_eval_finds_the_start_policy_or_the_runs_start_from(tmp_path):
+    """`eval` reads the float32 copy `train` saved; on a fresh machine with only the run's checkpoint
+    it falls back to the run's committed start_from; with neither it stops with a clear message."""
+    import json
+
+    g = _script("grpo_gpu")
+    with pytest.raises(SystemExit, match="no start policy for r"):
+        g.start_folder("r", tmp_path)
+    sft = tmp_path / "data/models/sft"
+    sft.mkdir(parents=True)
+    (sft / "config.json").write_text("{}")
+    (sft / "model.safetensors").write_bytes(b"x")
+    (tmp_path / "data/grpo/r").mkdir(parents=True)
+    (tmp_path / "data/grpo/r/settings.json").write_text(json.dumps({"start_from": "data/models/sft"}))
+    assert g.start_folder("r", tmp_path) == sft
+    saved = tmp_path / "runs/grpo/r/start_policy"
+    saved.mkdir(parents=True)
+    (saved / "config.json").write_text("{}")
+    assert g.start_folder("r", tmp_path) == saved
