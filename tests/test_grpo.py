@@ -332,29 +332,30 @@ def test_step_row_splits_the_step_time():
 
 
 @pytest.mark.slow
-@pytest.mark.skip(reason="known failure since session 8, also at the commit that passed in session 7: the "
-                  "warm-started smoke policy gives every attempt of a rank's group the same R_ver and R_str "
-                  "(identical kernels even at temperature 1.0), the returns centre to 0, TRL sees zero "
-                  "rewards and no rank has a gradient; the smoke setup must guarantee reward spread "
-                  "before this check means anything (issue 10)")
 def test_two_rank_grpo_updates_the_weights_on_every_rank(tmp_path):
     """Issue 10's multi-process path on CPU: torchrun starts two ranks of benchmarks/grpo_multi.py
-    (gloo), each trains two smoke steps; both report the same step count and a weight change > 0
-    (the gradients were all-reduced, so both moved by the same amount)."""
+    (gloo), each trains smoke steps; both report the same step count and a weight change > 0
+    (the gradients were all-reduced, so both moved by the same amount).
+
+    A step whose groups all have equal rewards has no gradient (here step 1: every attempt fails to
+    compile and the structural scores tie); the run is seeded, and step 2 has reward spread on this
+    machine's CPU build of torch. Three steps leave a margin where sampling differs elsewhere. Skipped
+    from session 8 to 22 as failing; it passed again at session 23's start (commit 8e9750b) twice
+    with the same weight change, so it is back in the suite."""
     import json
     import subprocess
     import sys
 
     out = tmp_path / "multi"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "benchmarks/grpo_multi.py",
-           "--profile", "smoke", "--steps", "2", "--out", str(out), "--check"]
+           "--profile", "smoke", "--steps", "3", "--out", str(out), "--check"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     errors = [ln for ln in (p.stdout + p.stderr).splitlines() if "Error" in ln or "error:" in ln]
     assert p.returncode == 0, "\n".join(errors[:30]) + "\n...\n" + p.stderr[-2000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["world_size"] == 2 and summary["every_rank_updated"]
     ranks = summary["ranks"]
-    assert [r["rank"] for r in ranks] == [0, 1] and {r["steps"] for r in ranks} == {2}
+    assert [r["rank"] for r in ranks] == [0, 1] and {r["steps"] for r in ranks} == {3}
     assert ranks[0]["max_weight_change"] == pytest.approx(ranks[1]["max_weight_change"])
 
 
