@@ -25,6 +25,10 @@ families; infamily: held-out programs of the train families; `--eval-tasks K` = 
 (newest checkpoint), runs them all through the harness, and writes per-sample records and one summary
 row per policy (pass@1, pass@5, geometric-mean speedup, fast_p; cudaperf.policy.eval_summary) to
 data/grpo/<run>/eval.parquet (+ eval_samples.parquet; eval_infamily*.parquet for --split infamily). Nothing is written for a stage that did not finish.
+`sample --model DIR --out FILE` (same split and sampling options as `eval`) samples one policy once and
+saves its completions (policy.save_samples); `eval --start-samples FILE` then takes the SFT start's
+samples from that file, checked against the evaluation's settings and the run's start_from, and samples
+only the GRPO checkpoints (session 22: sampling the start took 127 s of a 190 s evaluation call).
 
 GPU machine needs (carry wheels in .whl/, installed to /tmp/site as benchmarks/gpu_harness_evidence.sh does):
 trl, datasets (+ dill, multiprocess, xxhash, pyarrow if absent), tree-sitter + tree-sitter-cuda (static
@@ -34,6 +38,7 @@ downloaded.
 from __future__ import annotations
 
 import argparse
+import os
 import json
 import sys
 import time
@@ -149,7 +154,18 @@ def evaluate(args) -> None:
     tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     samples = {}
+    if args.start_samples:
+        # The SFT start's samples drawn once (`grpo_gpu.py sample`), checked against this evaluation's
+        # settings and the run's start_from; only the GRPO checkpoints are sampled here.
+        try:
+            samples["sft_start"] = policy.stored_samples(ROOT / args.start_samples, tasks,
+                                                         _sample_settings(args, run_start(args.run)))
+        except ValueError as e:
+            sys.exit(f"--start-samples: {e}")
+        _log(f"sft_start: {args.n} x {len(tasks)} samples from {args.start_samples}")
     for name, path in policies.items():
+        if name in samples:
+            continue
         tok = AutoTokenizer.from_pretrained(str(start))
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16 if dev == "cuda"
                                                      else torch.float32).to(dev)
@@ -183,6 +199,7 @@ def evaluate(args) -> None:
     for name in policies:
         s = policy.eval_summary([r for r in recs if r["policy"] == name])
         summary[name] = {"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
+                         "samples_from": args.start_samples if name == "sft_start" and args.start_samples else "",
                          "n": args.n, "temperature": args.temperature, **s,
                          "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None}
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -192,6 +209,46 @@ def evaluate(args) -> None:
         _log(f"{out}: " + json.dumps(rows, indent=1, default=str))
         # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
         _log(f"{out} paired: " + json.dumps(runlog.paired_eval(pair), default=str))
+
+
+def run_start(run: str, root: Path = ROOT) -> str:
+    """The run's start_from as settings.json records it (a path relative to the repository)."""
+    settings = root / "data/grpo" / run / "settings.json"
+    if not settings.is_file():
+        sys.exit(f"no {settings.relative_to(root)}: run `train` first")
+    return json.loads(settings.read_text()).get("start_from", "")
+
+
+def _sample_settings(args, model: str) -> dict:
+    return {"model": model, "split": args.split, "n": args.n, "temperature": args.temperature,
+            "max_new_tokens": args.max_new_tokens, "seed": args.seed}
+
+
+def sample_policy(args) -> None:
+    """Sample a policy once on an evaluation split and save the completions (policy.save_samples),
+    for `eval --start-samples`: on the GPU (bfloat16, as `eval` samples) or on this CPU (float32)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cudaperf import policy
+
+    model_dir = (ROOT / args.model).resolve()
+    if not policy.has_weights(model_dir):
+        sys.exit(f"--model {args.model}: no weights there")
+    rel = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
+    tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    tok = AutoTokenizer.from_pretrained(str(model_dir))
+    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(dev)
+    t0 = time.perf_counter()
+    rows = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
+                         max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed)
+    secs = time.perf_counter() - t0
+    device = torch.cuda.get_device_name(0) if dev == "cuda" else f"cpu ({os.cpu_count()} cores)"
+    out = policy.save_samples(ROOT / args.out, tasks, rows, _sample_settings(args, rel),
+                              device=device, dtype=str(dtype).removeprefix("torch."), seconds=round(secs, 1))
+    _log(f"{rel}: sampled {args.n} x {len(tasks)} on {device} in {secs:.0f}s -> {out}")
 
 
 def write_evals(run_dir: Path, stem: str, per, summary: dict) -> list:
@@ -282,8 +339,17 @@ def main(argv=None) -> None:
     e.add_argument("--seed", type=int, default=0)
     e.add_argument("--also-steps", default="", help="earlier checkpoints to evaluate as well, e.g. '20,40' "
                    "(written as <stem>_step<N>.parquet beside the newest's)")
+    e.add_argument("--start-samples", default="",
+                   help="the SFT start's samples saved by `sample` (same split, tasks, n, temperature, "
+                        "max length, seed and model as the run's start_from): only the GRPO checkpoints are sampled")
+    s = sub.add_parser("sample", help="sample a policy once on an evaluation split and save the completions")
+    s.add_argument("--model", required=True, help="policy folder, e.g. data/models/sft-M-s18")
+    s.add_argument("--out", required=True, help="parquet file to write")
+    for a in ("--eval-tasks", "--split", "--n", "--temperature", "--max-new-tokens", "--sample-batch", "--seed"):
+        act = next(x for x in e._actions if a in x.option_strings)
+        s.add_argument(a, type=act.type, default=act.default, choices=act.choices, help=act.help)
     args = ap.parse_args(argv)
-    {"train": train, "eval": evaluate}[args.cmd](args)
+    {"train": train, "eval": evaluate, "sample": sample_policy}[args.cmd](args)
 
 
 if __name__ == "__main__":

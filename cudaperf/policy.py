@@ -757,6 +757,59 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
     return out
 
 
+
+# --------------------------------------------------------------------------- stored samples
+# One policy's samples of an evaluation split, saved once and reused by every evaluation of GRPO
+# runs from that policy: sampling the SFT start took 127 of a 190 s evaluation call on the H100 in
+# session 22 (its longest samples set the pace), for samples that are the same in distribution in
+# every call. The judging still happens in each evaluation, beside the policy it is compared with.
+SAMPLE_SETTINGS = ("model", "split", "n", "temperature", "max_new_tokens", "seed")
+
+
+def save_samples(path: str | Path, tasks: Sequence[Task], samples: list[list[str]], settings: dict,
+                 **extra: Any) -> Path:
+    """Write `samples` (raw completions, one row per task, as `sample` returns them) to a parquet
+    file with the SAMPLE_SETTINGS they were drawn with on every row, plus `extra` columns (device,
+    dtype, seconds). Missing settings are an error: a file that cannot be checked cannot be reused."""
+    import pandas as pd
+
+    missing = [k for k in SAMPLE_SETTINGS if k not in settings]
+    if missing:
+        raise ValueError(f"save_samples: settings lack {missing}")
+    if len(samples) != len(tasks) or any(len(row) != settings["n"] for row in samples):
+        raise ValueError(f"save_samples: expected {len(tasks)} tasks x {settings['n']} samples")
+    rows = [{"task_id": t.task_id, "sample": j, "completion": c, **{k: settings[k] for k in SAMPLE_SETTINGS},
+             **extra} for t, row in zip(tasks, samples) for j, c in enumerate(row)]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pd.DataFrame(rows).to_parquet(path, index=False)
+    return path
+
+
+def stored_samples(path: str | Path, tasks: Sequence[Task], settings: dict) -> list[list[str]]:
+    """The completions `save_samples` wrote, for `tasks` in their order, n each; raises ValueError
+    naming the first thing that does not match: a setting of SAMPLE_SETTINGS (the file must hold the
+    same policy sampled the same way), or a task or sample the file lacks. Extra tasks are ignored."""
+    import pandas as pd
+
+    df = pd.read_parquet(path)
+    for k in SAMPLE_SETTINGS:
+        if k not in df.columns:
+            raise ValueError(f"{path}: no {k!r} column; not a file of policy.save_samples")
+        got = sorted(set(df[k].tolist()), key=str)
+        if got != [settings[k]]:
+            raise ValueError(f"{path}: {k} is {got[0] if len(got) == 1 else got}, this evaluation wants "
+                             f"{settings[k]!r}")
+    by = {(r.task_id, int(r.sample)): r.completion for r in df.itertuples()}
+    out = []
+    for t in tasks:
+        row = [by.get((t.task_id, j)) for j in range(settings["n"])]
+        if any(c is None for c in row):
+            raise ValueError(f"{path}: lacks samples of {t.task_id} (has {sum(c is not None for c in row)} "
+                             f"of {settings['n']})")
+        out.append(row)
+    return out
+
 # Runner slots per GPU when judging policy output (GRPO rollouts, SFT and GRPO evaluations). The
 # Harness default of 4 left a GRPO step's judging runner-bound: session 18's steps (8 tasks x 8
 # attempts on an H100) spent 117 s of runner time in 4 slots, ~30 s of wall time, against ~7 s for

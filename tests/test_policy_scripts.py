@@ -160,3 +160,50 @@ def test_grpo_eval_finds_the_start_policy_or_the_runs_start_from(tmp_path):
     saved.mkdir(parents=True)
     (saved / "config.json").write_text("{}")
     assert g.start_folder("r", tmp_path) == saved
+
+
+def test_stored_samples_come_back_in_task_order_and_only_for_the_same_sampling(tmp_path):
+    """policy.save_samples / stored_samples: the SFT start sampled once, reused by evaluations; a
+    file drawn another way (any setting) or lacking a task is refused with the reason."""
+    tasks = dev_tasks()[:3]
+    st = {"model": "data/models/sft", "split": "infamily", "n": 2, "temperature": 0.5,
+          "max_new_tokens": 64, "seed": 0}
+    rows = [[f"{t.task_id}#{j}" for j in range(2)] for t in tasks]
+    f = policy.save_samples(tmp_path / "s.parquet", tasks, rows, st, device="cpu", seconds=1.0)
+    assert policy.stored_samples(f, tasks[::-1], st) == rows[::-1]
+    assert policy.stored_samples(f, tasks[:1], st) == rows[:1]  # extra tasks are ignored
+    with pytest.raises(ValueError, match="temperature is 0.5, this evaluation wants 0.7"):
+        policy.stored_samples(f, tasks, {**st, "temperature": 0.7})
+    with pytest.raises(ValueError, match="model is data/models/sft"):
+        policy.stored_samples(f, tasks, {**st, "model": "data/models/other"})
+    with pytest.raises(ValueError, match="n is 2"):
+        policy.stored_samples(f, tasks, {**st, "n": 3})
+    with pytest.raises(ValueError, match=f"lacks samples of {dev_tasks()[3].task_id}"):
+        policy.stored_samples(f, dev_tasks()[:4], st)
+    with pytest.raises(ValueError, match="settings lack"):
+        policy.save_samples(tmp_path / "t.parquet", tasks, rows, {"model": "m"})
+    with pytest.raises(ValueError, match="expected 3 tasks x 2"):
+        policy.save_samples(tmp_path / "t.parquet", tasks, rows[:2], st)
+
+
+def test_grpo_sample_command_writes_what_eval_start_samples_reads(saved, tmp_path):
+    """`grpo_gpu.py sample` on this CPU with a tiny policy: the file holds n samples per task of the
+    split's slice with the settings `eval --start-samples` checks (and the run's start_from)."""
+    import pandas as pd
+
+    d, _ = saved
+    g = _script("grpo_gpu")
+    out = tmp_path / "start.parquet"
+    g.main(["sample", "--model", str(d), "--out", str(out), "--split", "infamily", "--eval-tasks", "2",
+            "--n", "2", "--temperature", "0.5", "--max-new-tokens", "4", "--sample-batch", "4"])
+    df = pd.read_parquet(out)
+    assert len(df) == 4 and set(df["sample"]) == {0, 1} and (df["dtype"] == "float32").all()
+    args = g.main.__globals__["argparse"].Namespace(split="infamily", n=2, temperature=0.5, max_new_tokens=4, seed=0)
+    tasks = policy.evaluation_tasks(g._tasks(), "infamily", 2, 0)
+    got = policy.stored_samples(out, tasks, g._sample_settings(args, str(d)))
+    assert [len(r) for r in got] == [2, 2]
+    with pytest.raises(SystemExit, match="no weights"):
+        g.main(["sample", "--model", str(tmp_path), "--out", str(out)])
+    (tmp_path / "data/grpo/r").mkdir(parents=True)
+    (tmp_path / "data/grpo/r/settings.json").write_text(json.dumps({"start_from": "data/models/sft-M-s18"}))
+    assert g.run_start("r", tmp_path) == "data/models/sft-M-s18"
