@@ -98,6 +98,8 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "keep_runners": keep_runners,
             "in_shared_runners": sum("shared_runner" in r.timings for r in res),
             "in_kept_runners": sum(r.timings.get("runner_reused", 0) > 0 for r in res),
+            # runners shut down after a candidate for the device memory left in them (LEAK_LIMIT_BYTES)
+            "runners_retired_for_memory": sum(r.timings.get("runner_retired", 0) for r in res),
             # Where the time went: runner requests by command (seconds waited for replies, summed
             # over threads), the machine's CPU busy share over the run (saturated CPUs vs a slow
             # step), and the harness threads' Python stacks.
@@ -109,7 +111,9 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "cpu_seconds_rusage": proc_cpu.self_and_children(),
             "stack_samples": sampler.report(30).splitlines(),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
-                         "speedup": r.speedup, "cv": r.cv, "message": r.message[:200]}
+                         "speedup": r.speedup, "cv": r.cv, "message": r.message[:200],
+                         **{k: r.timings[k] for k in ("runner_reused", "device_left_mb", "runner_retired")
+                            if k in r.timings}}
                         for (t, v, _), r in zip(items, res)]}
 
 

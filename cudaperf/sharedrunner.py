@@ -279,7 +279,13 @@ def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
                     log.info("task %s: shared runner died after candidate %d: %s", task.task_id, k, e)
                     why = "retired"
                     return done, why
+                if kept.free0 is not None and now is not None:
+                    # Device memory the runner's libraries and leaks hold so far (session 23: kept
+                    # runners served 98 of 240 bench candidates, 96 contexts were still made; this
+                    # says whether loaded modules reach the limit)
+                    res.timings["device_left_mb"] = round((kept.free0 - now) / 2**20, 1)
                 if kept.free0 is None or now is None or kept.free0 - now > LEAK_LIMIT_BYTES:
+                    res.timings["runner_retired"] = 1
                     log.info("task %s: candidate %d left %s bytes of device memory; fresh runner for the rest",
                              task.task_id, k, None if kept.free0 is None or now is None else kept.free0 - now)
                     why = "retired"

@@ -535,6 +535,8 @@ def test_kept_runner_is_shut_down_after_a_death_a_leak_or_its_limit(kept, monkey
     assert after.status == "correct" and after.timings["runner_reused"] == 0  # the kept one died: a fresh one
     (leak,) = kept.evaluate_many([(TASK, LEAKS + "\n// s2\n")])
     assert leak.status == "correct" and leak.timings["runner_reused"] == 1  # `after`'s runner, kept
+    assert leak.timings["runner_retired"] == 1 and leak.timings["device_left_mb"] > sr.LEAK_LIMIT_BYTES / 2**20
+    assert "runner_retired" not in after.timings and 0 <= after.timings["device_left_mb"] < 64
     (c,) = kept.evaluate_many([(SAXPY, SAXPY.reference + "\n// s3\n")])
     assert c.status == "correct" and c.timings["runner_reused"] == 0  # the leak retired it
     x = kept.evaluate_many([(TASK, REF + f"\n// s4 {i}\n") for i in range(5)])  # 1 + 5 = the limit of 6
