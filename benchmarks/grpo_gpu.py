@@ -38,8 +38,8 @@ downloaded.
 from __future__ import annotations
 
 import argparse
-import os
 import json
+import os
 import sys
 import time
 from pathlib import Path

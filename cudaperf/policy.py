@@ -757,7 +757,6 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
     return out
 
 
-
 # --------------------------------------------------------------------------- stored samples
 # One policy's samples of an evaluation split, saved once and reused by every evaluation of GRPO
 # runs from that policy: sampling the SFT start took 127 of a 190 s evaluation call on the H100 in
@@ -809,6 +808,7 @@ def stored_samples(path: str | Path, tasks: Sequence[Task], settings: dict) -> l
                              f"of {settings['n']})")
         out.append(row)
     return out
+
 
 # Runner slots per GPU when judging policy output (GRPO rollouts, SFT and GRPO evaluations). The
 # Harness default of 4 left a GRPO step's judging runner-bound: session 18's steps (8 tasks x 8
