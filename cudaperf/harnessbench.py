@@ -18,7 +18,9 @@ STAGES = ("compile", "slot_wait", "runner_start", "clean_baseline", "check", "ti
 
 def throughput_table(bench_dir: str | Path = "data/bench") -> pd.DataFrame:
     """One row per cold-cache throughput run of every ``harness_*.json``: file, GPU, runner
-    threads, runner mode, candidates/min, candidates, and mean seconds per candidate by stage."""
+    threads, runner mode, candidates/min, candidates, the CUDA contexts its runners created and the
+    candidates judged in a runner kept from another task (NaN where a run did not record them), the
+    machine's CPU busy share, and mean seconds per candidate by stage."""
     rows = []
     for f in sorted(Path(bench_dir).glob("harness_*.json")):
         d = json.loads(f.read_text())
@@ -26,7 +28,11 @@ def throughput_table(bench_dir: str | Path = "data/bench") -> pd.DataFrame:
             n = max(1, int(r.get("candidates") or 0))
             row = {"file": f.name, "gpu": d.get("gpu"), "run": key, "workers_per_gpu": r.get("workers_per_gpu"),
                    "runners": "kept" if r.get("keep_runners") else "shared" if r.get("share_runner") else "own",
-                   "per_minute": r.get("per_minute"), "candidates": r.get("candidates")}
+                   "per_minute": r.get("per_minute"), "candidates": r.get("candidates"),
+                   # fewer contexts per candidate is what shared and kept runners are for
+                   "contexts": ((r.get("runner_requests") or {}).get("init") or {}).get("count", float("nan")),
+                   "in_kept_runners": r.get("in_kept_runners", float("nan")),
+                   "cpu_busy": r.get("cpu_busy_share", float("nan"))}
             stages = r.get("stage_seconds_sum") or {}
             row.update({s: stages.get(s, 0.0) / n for s in STAGES})
             rows.append(row)

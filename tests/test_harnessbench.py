@@ -23,6 +23,11 @@ def test_tables_from_bench_files_and_nothing_from_none(tmp_path):
     t = harnessbench.throughput_table(tmp_path)
     assert t.loc[0, "runners"] == "shared" and t.loc[0, "check"] == 2.0 and t.loc[0, "runner_start"] == 0.5
     assert t.loc[0, "time"] == 0.0  # a stage the run did not record counts as none
+    assert t["contexts"].isna().all() and t["in_kept_runners"].isna().all()  # not recorded: NaN, not 0
+    run.update(runner_requests={"init": {"count": 3, "seconds": 2.0}}, in_kept_runners=1, cpu_busy_share=0.5)
+    (tmp_path / "harness_gpu2.json").write_text(json.dumps({"gpu": "G", "throughput_by_workers": {"16@kept": run}}))
+    t2 = harnessbench.throughput_table(tmp_path).set_index("file")
+    assert t2.loc["harness_gpu2.json", ["contexts", "in_kept_runners", "cpu_busy"]].tolist() == [3, 1, 0.5]
     assert list(harnessbench.context_rate(tmp_path)["concurrency"]) == [1, 4]
     pairs, summary = harnessbench.repeatability(tmp_path)
     assert len(pairs) == 2 and summary["spearman"] == 1.0 and summary["gpu"] == "G"
