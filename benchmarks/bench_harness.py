@@ -112,7 +112,7 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "stack_samples": sampler.report(30).splitlines(),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
                          "speedup": r.speedup, "cv": r.cv, "message": r.message[:200],
-                         **{k: r.timings[k] for k in ("runner_reused", "device_left_mb", "runner_retired")
+                         **{k: r.timings[k] for k in ("runner_reused", "device_left_mb", "device_left_nvml", "runner_retired")
                             if k in r.timings}}
                         for (t, v, _), r in zip(items, res)]}
 

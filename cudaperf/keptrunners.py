@@ -14,9 +14,10 @@ What a kept runner may carry from one group to the next, and why that is safe:
   The next task's clean baseline -- its naive variant timed alone -- is therefore measured in a
   runner where such libraries are loaded but idle, which the one-task shared runner measures
   before any candidate is loaded.
-* Device memory: the runner's free memory is taken once, fresh; it is retired as soon as a
-  candidate leaves more than sharedrunner.LEAK_LIMIT_BYTES less (leaked buffers and the modules
-  of every library loaded so far both count).
+* Device memory: what the runner holds is read once, fresh (its own figure from NVML where the
+  driver gives one, cudaperf.devmem; else the GPU's free memory); it is retired as soon as a
+  candidate leaves it holding more than sharedrunner.LEAK_LIMIT_BYTES beyond that (leaked buffers
+  and the modules of every library loaded so far both count).
 * Files: the scratch directory is emptied between groups (input files of one task are named by
   test and parameter, and another task's must never be read), except the runner's stdout and
   stderr, which it holds open.
@@ -58,7 +59,7 @@ class Kept:
     gpu: int
     gpu_name: str = ""
     cc: str = ""
-    free0: int | None = None  # free device memory with nothing allocated, taken once
+    mem0: tuple[str, int] | None = None  # device memory held with nothing allocated, fresh (sharedrunner._held_memory)
     judged: int = 0           # candidates judged in it
     groups: int = 0           # groups it finished
     _seq: int = field(default=0, repr=False)

@@ -41,7 +41,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Sequence
 
-from cudaperf import gpuworker, keptrunners
+from cudaperf import devmem, gpuworker, keptrunners
 from cudaperf.result import EvalResult
 from cudaperf.tasks import Task
 
@@ -191,12 +191,26 @@ def run_shared(h: "Harness", task: Task, records: list[EvalResult], so_paths: li
     return out
 
 
-def _device_free(runner: gpuworker.Runner) -> int | None:
-    """Free device memory with no argument buffers allocated; None if the runner cannot say."""
+def _held_memory(runner: gpuworker.Runner) -> tuple[str, int] | None:
+    """Device memory the runner holds with no argument buffers allocated, as (how, bytes): "nvml",
+    its own figure read from outside (cudaperf.devmem), else "gpu", the negated free memory of the
+    whole GPU that the runner reports (moved by every other process too: the fallback where NVML
+    cannot say). Only readings taken the same way are compared. None if neither is available."""
     if not runner.request("free").startswith("ok"):
         return None
+    proc = getattr(runner, "proc", None)
+    used = devmem.process_used_bytes(proc.pid) if proc is not None else None
+    if used is not None:
+        return "nvml", used
     rep = runner.request("mem")
-    return int(rep.split()[1]) if rep.startswith("ok") else None
+    return ("gpu", -int(rep.split()[1])) if rep.startswith("ok") else None
+
+
+def _left_behind(base: tuple[str, int] | None, now: tuple[str, int] | None) -> int | None:
+    """Bytes held now beyond the fresh runner's reading; None when the two cannot be compared."""
+    if base is None or now is None or base[0] != now[0]:
+        return None
+    return now[1] - base[1]
 
 
 def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
@@ -244,8 +258,8 @@ def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
             clean = h._time_naive_alone(task, runner, scratch, gpu, 0)
             with h._clean_mu:  # two runners of a task measured at once: one number for both
                 clean = h._clean_base.setdefault(key, clean)
-        if kept.free0 is None:
-            kept.free0 = _device_free(runner)
+        if kept.mem0 is None:
+            kept.mem0 = _held_memory(runner)
         for k, (rec, so_path) in enumerate(todo):
             res = copy.deepcopy(rec)  # the original stays untouched for a fallback
             res.gpu, res.versions["compute_capability"] = kept.gpu_name, kept.cc
@@ -274,20 +288,20 @@ def _one_runner(h: "Harness", task: Task, todo: list[tuple[EvalResult, str]]
             # kept for another task -- a leak retires the runner.
             if k + 1 < len(todo) or h.cfg.keep_runners:
                 try:
-                    now = _device_free(runner)
+                    left = _left_behind(kept.mem0, _held_memory(runner))
                 except gpuworker.RunnerDied as e:  # died after its verdict: the rest start afresh
                     log.info("task %s: shared runner died after candidate %d: %s", task.task_id, k, e)
                     why = "retired"
                     return done, why
-                if kept.free0 is not None and now is not None:
-                    # Device memory the runner's libraries and leaks hold so far (session 23: kept
-                    # runners served 98 of 240 bench candidates, 96 contexts were still made; this
-                    # says whether loaded modules reach the limit)
-                    res.timings["device_left_mb"] = round((kept.free0 - now) / 2**20, 1)
-                if kept.free0 is None or now is None or kept.free0 - now > LEAK_LIMIT_BYTES:
+                if left is not None:
+                    # What the runner's libraries and leaks hold so far (whether loaded modules
+                    # alone reach the limit), and which reading it came from (1: NVML's own figure)
+                    res.timings["device_left_mb"] = round(left / 2**20, 1)
+                    res.timings["device_left_nvml"] = int(kept.mem0[0] == "nvml")
+                if left is None or left > LEAK_LIMIT_BYTES:
                     res.timings["runner_retired"] = 1
                     log.info("task %s: candidate %d left %s bytes of device memory; fresh runner for the rest",
-                             task.task_id, k, None if kept.free0 is None or now is None else kept.free0 - now)
+                             task.task_id, k, left)
                     why = "retired"
                     return done, why if k + 1 < len(todo) else None
         why = None

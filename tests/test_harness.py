@@ -392,3 +392,35 @@ def test_variant_groups_judge_each_variant_and_fall_back_on_a_crash(fresh_harnes
     assert not any("note:group_fallback" in r.flags for r in (a, b, c))
     assert e.status == "crashed" and d.status == "correct"
     assert "note:group_fallback" in d.flags and "note:group_fallback" in e.flags
+
+
+@pytest.mark.gpu
+def test_kept_runners_retire_on_a_leak_and_not_on_other_runners_memory(tmp_path, monkeypatch):
+    """Kept runners on the GPU: clean candidates judged while other runners hold their inputs beside
+    them leave their runners kept (the leak reading is each runner's own, cudaperf.devmem, where the
+    driver's NVML gives it), and a candidate that leaks 256 MiB retires its runner."""
+    import cudaperf.sharedrunner as sr
+    from cudaperf import devmem
+
+    cfg = get_profile("mini", **{"harness.cache_dir": str(tmp_path / "cache"), "harness.share_runner": True,
+                                 "harness.keep_runners": 64}).harness
+    h = Harness(cfg, workers_per_gpu=8, use_store=False)
+    try:
+        items = [(t, v.source + f"\n// copy {i}\n") for i in range(3) for t in TASKS.values() for v in t.variants]
+        res = h.evaluate_many(items)
+        assert all(r.status == "correct" for r in res), [(r.task_id, r.message) for r in res if not r.correct][:3]
+        measured = [r for r in res if "device_left_mb" in r.timings]
+        nvml = devmem.compute_processes() is not None
+        assert measured and all(r.timings["device_left_nvml"] == int(nvml) for r in measured)
+        if nvml:  # the runner's own figure: other runners' inputs do not count, so none retired
+            assert sum(r.timings.get("runner_retired", 0) for r in res) == 0, \
+                sorted(r.timings["device_left_mb"] for r in measured)[-5:]
+        leak = SAXPY.variant("naive").source.replace(
+            "    if (n <= 0) return;", "    void *leak_p = 0; cudaMalloc(&leak_p, 256u << 20);\n    if (n <= 0) return;")
+        monkeypatch.setattr(sr, "chunk_size", lambda n, groups, slots: n)  # both in one runner
+        rl, ra = h.evaluate_many([(SAXPY, leak), (SAXPY, SAXPY.variant("naive").source + "\n// after\n")])
+        assert rl.correct and ra.correct, (rl.message, ra.message)
+        assert rl.timings.get("runner_retired") == 1 and rl.timings["device_left_mb"] >= 250, rl.timings
+        assert ra.timings["shared_position"] == 0  # judged in another runner
+    finally:
+        h.close()
