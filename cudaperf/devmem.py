@@ -4,8 +4,8 @@ Why: a shared runner is retired when a candidate leaves device memory behind it
 (`sharedrunner.LEAK_LIMIT_BYTES`), so that a leak cannot make a later candidate's allocations
 fail. The runner's own reading, `cudaMemGetInfo`, is the free memory of the whole GPU: with 12-16
 runners (and, during GRPO, the trainer) allocating beside it, it moves by far more than the limit,
-so clean candidates retired their runners and kept runners were shut down (session 23's bench:
-96 CUDA contexts for 240 candidates with kept runners, 154 with shared ones). NVML's per-process
+so clean candidates can retire their runners and kept runners be shut down (most likely why session
+23's bench started 96 CUDA contexts for 240 candidates with kept runners). NVML's per-process
 figure (`nvmlDeviceGetComputeRunningProcesses_v3`) is that process's alone, and the harness reads it
 from outside the runner, so the candidate loaded there cannot forge it either.
 
