@@ -207,3 +207,29 @@ def test_grpo_sample_command_writes_what_eval_start_samples_reads(saved, tmp_pat
     (tmp_path / "data/grpo/r").mkdir(parents=True)
     (tmp_path / "data/grpo/r/settings.json").write_text(json.dumps({"start_from": "data/models/sft-M-s18"}))
     assert g.run_start("r", tmp_path) == "data/models/sft-M-s18"
+
+
+def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
+    """`grpo_gpu.py train` options reach GRPOSettings (the run records them in settings.json)."""
+    from types import SimpleNamespace
+
+    import pandas as pd
+
+    from cudaperf import grpo
+
+    g = _script("grpo_gpu")
+    seen = {}
+
+    def fake_run(run, profile, tasks, settings, root, resume):
+        seen.update(run=run, settings=settings)
+        return SimpleNamespace(log=pd.DataFrame(), steps_done=0, resumed_from=None, stopped_by_budget=True,
+                               seconds=0.0)
+
+    monkeypatch.setattr(grpo, "run_grpo", fake_run)
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--keep-runners", "64",
+            "--runners-per-gpu", "16", "--max-tasks", "128", "--lr", "5e-5", "--temperature", "0.7"])
+    s = seen["settings"]
+    assert seen["run"] == "r" and (s.keep_runners, s.runners_per_gpu, s.max_tasks) == (64, 16, 128)
+    assert (s.learning_rate, s.temperature, s.ablation) == (5e-5, 0.7, "ver_only")
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none"])
+    assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
