@@ -115,12 +115,11 @@ def start_folder(run: str, root: Path = ROOT) -> Path:
     saved = root / "runs/grpo" / run / "start_policy"
     if (saved / "config.json").is_file():
         return saved
-    settings = root / "data/grpo" / run / "settings.json"
-    src = root / json.loads(settings.read_text()).get("start_from", "") if settings.is_file() else None
-    if src is None or not policy.has_weights(src):
+    start_from = run_start(run, root)
+    if not start_from or not policy.has_weights(root / start_from):
         sys.exit(f"no start policy for {run}: neither {saved.relative_to(root)} nor a start_from in "
-                 f"{settings.relative_to(root)} with weights")
-    return src
+                 f"data/grpo/{run}/settings.json with weights")
+    return root / start_from
 
 
 def _checkpoint_model(run: str):
@@ -135,7 +134,7 @@ def _checkpoint_model(run: str):
 def evaluate(args) -> None:
     import pandas as pd
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from cudaperf import policy, runlog
 
@@ -167,8 +166,7 @@ def evaluate(args) -> None:
         if name in samples:
             continue
         tok = AutoTokenizer.from_pretrained(str(start))
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.bfloat16 if dev == "cuda"
-                                                     else torch.float32).to(dev)
+        model = _sampling_model(path, dev)
         t0 = time.perf_counter()
         samples[name] = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
                                       max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch,
@@ -212,11 +210,19 @@ def evaluate(args) -> None:
 
 
 def run_start(run: str, root: Path = ROOT) -> str:
-    """The run's start_from as settings.json records it (a path relative to the repository)."""
+    """The run's start_from as settings.json records it (a path relative to the repository); "" when
+    the run has no settings.json or records none."""
     settings = root / "data/grpo" / run / "settings.json"
-    if not settings.is_file():
-        sys.exit(f"no {settings.relative_to(root)}: run `train` first")
-    return json.loads(settings.read_text()).get("start_from", "")
+    return json.loads(settings.read_text()).get("start_from", "") if settings.is_file() else ""
+
+
+def _sampling_model(path: Path, dev: str):
+    """A policy loaded for sampling as `eval` and `sample` both do: bfloat16 on the GPU, float32 on the CPU."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
+    return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).to(dev)
 
 
 def _sample_settings(args, model: str) -> dict:
@@ -228,7 +234,7 @@ def sample_policy(args) -> None:
     """Sample a policy once on an evaluation split and save the completions (policy.save_samples),
     for `eval --start-samples`: on the GPU (bfloat16, as `eval` samples) or on this CPU (float32)."""
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoTokenizer
 
     from cudaperf import policy
 
@@ -238,16 +244,15 @@ def sample_policy(args) -> None:
     rel = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
     tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
-    dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     tok = AutoTokenizer.from_pretrained(str(model_dir))
-    model = AutoModelForCausalLM.from_pretrained(str(model_dir), dtype=dtype).to(dev)
+    model = _sampling_model(model_dir, dev)
     t0 = time.perf_counter()
     rows = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
                          max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed)
     secs = time.perf_counter() - t0
     device = torch.cuda.get_device_name(0) if dev == "cuda" else f"cpu ({os.cpu_count()} cores)"
     out = policy.save_samples(ROOT / args.out, tasks, rows, _sample_settings(args, rel),
-                              device=device, dtype=str(dtype).removeprefix("torch."), seconds=round(secs, 1))
+                              device=device, dtype=str(model.dtype).removeprefix("torch."), seconds=round(secs, 1))
     _log(f"{rel}: sampled {args.n} x {len(tasks)} on {device} in {secs:.0f}s -> {out}")
 
 
