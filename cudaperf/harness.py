@@ -290,9 +290,13 @@ class Harness:
                 break
             for i in todo:
                 first = results[i].message
+                # The new record is fresh: keep the earlier tries' notes and count this one on top.
+                before = results[i].timings.get("internal_retry", 0.0)
+                earlier = [f for f in results[i].failures if f.get("reason") == "retried"]
                 log.warning("task %s: judging again after %s", items[i][0].task_id, first[:200])
                 res = self._evaluate_safe(*items[i])
-                res.timings["internal_retry"] = res.timings.get("internal_retry", 0.0) + 1.0
+                res.timings["internal_retry"] = before + 1.0
+                res.failures.extend(earlier)
                 res.failures.append({"stage": "harness", "reason": "retried", "detail": first[:2000]})
                 results[i] = res
         return results

@@ -133,6 +133,10 @@ def test_a_record_the_harness_could_not_judge_is_judged_again_after_the_batch(ha
     monkeypatch.setattr(harness, "cfg", replace(harness.cfg, internal_retries=0))
     (never,) = harness.evaluate_many([(SAXPY, src + "// persistent 2\n")])
     assert "internal harness error" in never.message and "internal_retry" not in never.timings
+    monkeypatch.setattr(harness, "cfg", replace(harness.cfg, internal_retries=3))
+    (thrice,) = harness.evaluate_many([(SAXPY, src + "// persistent 3\n")])
+    assert thrice.timings["internal_retry"] == 3.0  # the count of retries, not 1
+    assert [f["reason"] for f in thrice.failures].count("retried") == 3
 
 
 def test_reward_gates_follow_design():
