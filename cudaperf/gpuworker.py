@@ -281,7 +281,14 @@ class Runner:
                 continue
             chunk = os.read(self._rep, 65536)
             if not chunk:
-                self.proc.wait(timeout=5)
+                # EOF: the runner exited, or its candidate closed the reply pipe and the runner
+                # lives on (tests/adversarial/reply_fd_close.cu). Either is a verdict on the
+                # candidate, never a harness error: a TimeoutExpired from here was judged an
+                # internal error and paid 0 instead of a crash's penalty (H100, session 24).
+                try:
+                    self.proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    raise RunnerDied("protocol", "the reply channel was closed while the runner still ran") from None
                 raise RunnerDied("exited", self._exit_detail())
             self._buf += chunk
             if len(self._buf) > 1 << 20:

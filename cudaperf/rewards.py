@@ -5,7 +5,9 @@ Verifiable reward R_ver, gated:
   * compiles, pass rate p < 1:    R_corr = -alpha_wrong * (1 - p)
   * p = 1:                        R_speed = alpha_speed * clip(log2 S, s_min, s_max)
                                   R_cv    = -alpha_cv * cv
-A crash while running counts as p = 0 for the configurations not passed (it is "compiled, wrong").
+A crash while running counts as p = 0 for the configurations not passed (it is "compiled, wrong");
+so does a record the harness could not judge even on retry (an internal error), which a hostile
+candidate could otherwise provoke to escape a wrong answer's penalty.
 A correct candidate flagged as a hack (faster than the roofline bound, stateful across calls) is
 paid no speed reward: it gets R_speed = 0 and keeps R_cv. A candidate that compiled but could not
 be run (no GPU) gets `compile_only_reward` (smoke profile), never a guessed speed.
@@ -37,9 +39,15 @@ def reward_components(res: EvalResult, cfg: RewardConfig) -> dict[str, float]:
     out = {"r_comp": 0.0, "r_corr": 0.0, "r_speed": 0.0, "r_cv": 0.0}
     if not res.compiled:
         out["r_comp"] = -cfg.alpha_comp
-    elif res.status == "compiled" or res.pass_rate is None:
+    elif res.status == "compiled":
         # Compiled but never run (no GPU): the smoke profile's compile-only reward.
         out["r_corr"] = cfg.compile_only_reward
+    elif res.pass_rate is None:
+        # Ran but never reached a verdict on any test: a crash, or a record the harness could not
+        # judge even on retry. Both pay as a crash: paying the compile-only 0 here let a
+        # candidate that broke the harness (tests/adversarial/reply_fd_close.cu, H100 session 24)
+        # earn more than a wrong answer.
+        out["r_corr"] = -cfg.alpha_wrong
     elif res.pass_rate < 1.0 or not res.correct:
         p = res.pass_rate if res.pass_rate is not None else 0.0
         # A candidate that passed every configuration but failed the recheck is still wrong.

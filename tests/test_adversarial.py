@@ -38,7 +38,7 @@ import pytest
 
 from cudaperf.config import RewardConfig, get_profile
 from cudaperf.devtasks import dev_tasks
-from cudaperf.result import STATUSES
+from cudaperf.result import STATUSES, is_internal_error
 from cudaperf.rewards import r_ver
 
 pytestmark = pytest.mark.timeout(1500)
@@ -394,6 +394,10 @@ def test_suite_gpu(tmp_path, monkeypatch, mode):
         if c.hostile and not c.reward_allowed and _reward(r) > 0:
             problems.append(f"{c.name}: hostile candidate paid r_ver={_reward(r):.4f} "
                             f"(speedup {r.speedup}, flags {r.flags})")
+        if is_internal_error(r.message):
+            # A candidate must get a verdict: one that breaks the harness itself is a harness
+            # fault (reply_fd_close on the H100 in session 24 ended as one).
+            problems.append(f"{c.name}: the harness could not judge it ({r.message[:200]})")
         for p in _paths(c):
             if p.exists():
                 problems.append(f"{c.name}: dropped {p}")

@@ -137,6 +137,32 @@ def test_hostile_constructor_is_contained(tmp_path, runner_bin, cache, name, cod
         assert _alive_of_uid(uid) == []
 
 
+def test_closed_reply_channel_of_a_live_runner_is_the_candidates_fault(tmp_path, runner_bin, cache):
+    """A candidate that closes the runner's pipes and keeps running (the host-side twin of
+    tests/adversarial/reply_fd_close.cu) ends with a RunnerDied verdict; on the H100 in session 24
+    the wait for the runner raised TimeoutExpired instead, an internal harness error that paid 0."""
+    so = _gcc_lib(tmp_path, "closer", r"""
+        #include <sys/stat.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void c(void) {
+            for (int fd = 3; fd < 256; fd++) {
+                struct stat st;
+                if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) close(fd);
+            }
+            for (;;) sleep(1);
+        }
+        void saxpy(void) {}""")
+    with sandbox.acquire_uid() as uid:
+        r = _start(runner_bin, cache, tmp_path, uid, timeout=30)
+        t0 = time.monotonic()
+        with pytest.raises(gpuworker.RunnerDied) as ei:
+            r.request(f"load 0 {r.stage(so, 'lib.so')} saxpy")
+        assert ei.value.reason == "protocol" and "closed" in str(ei.value)
+        assert time.monotonic() - t0 < 15
+        r.close()
+        assert r.proc.poll() is not None
+
+
 def test_fork_in_constructor_cannot_speak_protocol_or_survive(tmp_path, runner_bin, cache):
     """A forked child returns into the runner but must exit at once; a setsid'd grandchild that
     sleeps forever must be killed when the runner is closed."""

@@ -160,6 +160,9 @@ def test_reward_gates_follow_design():
     assert reward_components(recheck, cfg)["r_ver"] < 0
     nogpu = EvalResult(**base, compiled=True, status="compiled")
     assert reward_components(nogpu, cfg)["r_ver"] == cfg.compile_only_reward
+    # A record the harness could not judge pays as a crash, never the compile-only reward.
+    unjudged = EvalResult(**base, compiled=True, status="crashed", message="internal harness error: X")
+    assert reward_components(unjudged, cfg)["r_ver"] == -cfg.alpha_wrong < cfg.compile_only_reward
 
 
 def test_extract_code_tolerates_chatter():
