@@ -36,9 +36,12 @@ declare -A LIMIT=([harness]=${HARNESS_S:-150} [torch]=${TORCH_S:-300} [adversari
                   [torchtasks]=${TT_S:-200})
 for part in ${PARTS-harness torch adversarial}; do  # PARTS="": no tests (the bench only)
   # ADV_K: which runner kinds of the adversarial suite (pytest -k, e.g. "own_runner" or "shared_runner or
-  # kept_runner"): the three take about 4 minutes each, more than one call holds with the other parts.
+  # kept_runner"): the three take about 4 minutes each, more than one call holds with the other parts
+  # (session 24, H100: the shared-runner suite alone took 164 s of judging, 230 s with its set-up).
   K=(); [ "$part" = adversarial ] && [ -n "${ADV_K:-}" ] && K=(-k "$ADV_K")
-  timeout -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
+  # -k 45: a pytest interrupted mid-suite took 120 s more to close its runners (H100, session 24)
+  # and the call's limit cut the bench after it; KILL it 45 s after the INT.
+  timeout -k 45 -s INT "${LIMIT[$part]}" python3 -m pytest -q -p no:cacheprovider -m gpu -rA --tb=short \
     --timeout "${LIMIT[$part]}" "${K[@]}" ${FILES[$part]} > "$OUT/gpu_tests_${SLUG}_${part}_full.log" 2>&1
   echo "== $part (limit ${LIMIT[$part]} s)"; tail -4 "$OUT/gpu_tests_${SLUG}_${part}_full.log" | cut -c1-300
 done
