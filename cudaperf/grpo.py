@@ -595,6 +595,26 @@ class RunOutcome:
     max_param_change: float | None = None  # largest |w - w_start| after training (models <= 50M params)
 
 
+# Settings a resumed call may change without making it another run; the top level of settings.json
+# holds the latest call's, and `calls` says from which step each call's values held.
+NOT_SETTINGS = ("calls", "time_budget_s")
+
+
+def settings_record(prev: dict | None, current: dict, first_step: int) -> dict:
+    """The run's settings.json after a call that starts at `first_step`: `current` at the top level,
+    plus `calls`, one entry per call, {"first_step": N, "changed": {key: [before, after]}} for what
+    differed from the call before (a run resumed with more runner slots in session 24 recorded
+    only its last call's values, so steps 1-13 seemed to have used them)."""
+    calls = list(prev.get("calls", [{"first_step": 1, "changed": {}}])) if prev else []
+    if prev is None or first_step <= 1:
+        calls = [{"first_step": first_step, "changed": {}}]
+    else:
+        changed = {k: [prev.get(k), v] for k, v in current.items()
+                   if k not in NOT_SETTINGS and prev.get(k) != v}
+        calls.append({"first_step": first_step, "changed": changed})
+    return {**current, "calls": calls}
+
+
 def last_checkpoint(output_dir: str | Path) -> Path | None:
     cks = [p for p in Path(output_dir).glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
     return max(cks, key=lambda p: int(p.name.split("-")[-1])) if cks else None
@@ -649,9 +669,12 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     trainer, rollout = build_trainer(model, tok, tasks, s, prof, out_dir, structural, harness)
     logger_cb = StepLogger(rollout, log_path, budget, rows)
     trainer.add_callback(logger_cb)
-    (run_dir / "settings.json").write_text(json.dumps(
-        {"profile": profile_name, "start_policy": src, "tasks": len(tasks),
-         **{k: v for k, v in s.__dict__.items()}}, indent=1, default=str))
+    settings_path = run_dir / "settings.json"
+    prev = json.loads(settings_path.read_text()) if ck is not None and settings_path.is_file() else None
+    current = json.loads(json.dumps({"profile": profile_name, "start_policy": src, "tasks": len(tasks),
+                                     **{k: v for k, v in s.__dict__.items()}}, default=str))
+    first = int(ck.name.split("-")[-1]) + 1 if ck is not None else 1
+    settings_path.write_text(json.dumps(settings_record(prev, current, first), indent=1))
     # Evidence that the update moved the policy (weight decay is 0, so only gradients can).
     params = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
     small = sum(p.numel() for p in params.values()) <= 50_000_000
@@ -669,4 +692,4 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
            "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo",
-           "select_tasks", "step_row", "synthetic_ranker", "warm_start"]
+           "select_tasks", "settings_record", "step_row", "synthetic_ranker", "warm_start"]

@@ -300,6 +300,26 @@ def test_smoke_run_resumes_and_stops_on_its_time_budget_without_duplicate_steps(
     # Same starting policy (saved once), not a second warm start.
     assert again.start_policy == first.start_policy
     assert (again.output_dir / "checkpoint-3" / "steps.parquet").is_file()
+    # settings.json: the latest call's values, and from which step each call's changes held
+    import json
+
+    rec = json.loads((again.run_dir / "settings.json").read_text())
+    assert rec["steps"] == 4 and [c["first_step"] for c in rec["calls"]] == [1, 3]
+    assert rec["calls"][1]["changed"]["steps"] == [2, 4] and "time_budget_s" not in rec["calls"][1]["changed"]
+
+
+def test_settings_record_keeps_each_calls_changes():
+    a = {"runners_per_gpu": 12, "keep_runners": 0, "time_budget_s": 440.0}
+    first = grpo.settings_record(None, a, 1)
+    assert first["calls"] == [{"first_step": 1, "changed": {}}] and first["runners_per_gpu"] == 12
+    b = {**a, "runners_per_gpu": 16, "keep_runners": 64, "time_budget_s": 300.0}
+    second = grpo.settings_record(first, b, 14)
+    assert second["keep_runners"] == 64 and second["calls"][1] == {
+        "first_step": 14, "changed": {"runners_per_gpu": [12, 16], "keep_runners": [0, 64]}}
+    third = grpo.settings_record(second, b, 31)
+    assert [c["first_step"] for c in third["calls"]] == [1, 14, 31] and third["calls"][2]["changed"] == {}
+    # a run that starts over (no checkpoint) starts its history over
+    assert grpo.settings_record(third, a, 1)["calls"] == [{"first_step": 1, "changed": {}}]
 
 
 def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
