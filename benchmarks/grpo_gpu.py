@@ -83,7 +83,7 @@ def train(args) -> None:
     # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
     # in the run's settings.json, which records every setting used.
     for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks",
-                 "max_tasks", "keep_runners", "runners_per_gpu"):
+                 "max_tasks", "keep_runners", "runners_per_gpu", "gen_cache", "gen_pad_multiple"):
         if getattr(args, name):
             over[name] = getattr(args, name)
     if args.start:
@@ -330,6 +330,11 @@ def main(argv=None) -> None:
     t.add_argument("--runners-per-gpu", type=int, default=0,
                    help="runner slots per GPU judging the rollouts (0 = profile: 12); session 23's harness bench ran "
                         "kept runners with 16 slots 11 %% faster than shared ones with 12 on one H100")
+    t.add_argument("--gen-cache", default="", choices=["", "dynamic", "static"],
+                   help="KV cache of the rollouts ('' = profile: dynamic; static: transformers compiles the "
+                        "decoding step on a GPU; benchmarks/gen_speed.py measures both)")
+    t.add_argument("--gen-pad-multiple", type=int, default=0,
+                   help="left-pad rollout prompts to a multiple of this many tokens (0 = no rounding)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "

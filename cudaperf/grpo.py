@@ -76,6 +76,9 @@ class GRPOSettings:
     gen_batch_size: int = _f(128, "Sequences generated per batch.")
     gen_cache: str = _f("dynamic", "KV cache of generation: dynamic | static (preallocated; on a GPU transformers "
                                    "may compile the decoding step; policy.generation_kwargs).")
+    gen_pad_multiple: int = _f(0, "Left-pad each generation batch's prompts to a multiple of this many tokens "
+                                  "(0: to the longest prompt only): with the static cache, fewer shapes for "
+                                  "the compiled decoding step (policy.encode_prompts).")
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
@@ -514,7 +517,8 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
                                top_p=s.top_p, gen_batch_size=s.gen_batch_size,
-                               turn_baseline=s.turn_baseline, gen_cache=s.gen_cache)
+                               turn_baseline=s.turn_baseline, gen_cache=s.gen_cache,
+                               gen_pad_multiple=s.gen_pad_multiple)
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))

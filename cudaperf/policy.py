@@ -721,10 +721,22 @@ def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, top_p:
     return gen
 
 
+def encode_prompts(tokenizer, texts: Sequence[str], device, pad_multiple: int = 0):
+    """One generation batch's prompts, left-padded (the tokenizer's side must be "left"), to a length
+    that is a multiple of `pad_multiple` tokens when it is > 0. With the static KV cache transformers
+    compiles the decoding step for each new cache shape (prompt + max_new_tokens); rounding the
+    prompt length up leaves a run few shapes to compile for. The padding is masked: same tokens."""
+    if pad_multiple < 0:
+        raise ValueError("pad_multiple must be >= 0")
+    return tokenizer(list(texts), return_tensors="pt", padding=True, add_special_tokens=False,
+                     pad_to_multiple_of=pad_multiple or None).to(device)
+
+
 def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, temperature: float = 0.8,
            max_new_tokens: int = 1024, batch_size: int = 32, top_p: float = 1.0,
-           seed: int | None = None, cache: str = "dynamic") -> list[list[str]]:
-    """n completions per task (or per ready-made message list), batched with left padding."""
+           seed: int | None = None, cache: str = "dynamic", pad_multiple: int = 0) -> list[list[str]]:
+    """n completions per task (or per ready-made message list), batched with left padding
+    (`encode_prompts`: to a multiple of `pad_multiple` tokens when > 0)."""
     import torch
 
     if n < 1:
@@ -743,8 +755,7 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
     try:
         for s in range(0, len(jobs), max(1, batch_size)):
             chunk = jobs[s:s + batch_size]
-            enc = tokenizer([t for _, t in chunk], return_tensors="pt", padding=True,
-                            add_special_tokens=False).to(device)
+            enc = encode_prompts(tokenizer, [t for _, t in chunk], device, pad_multiple)
             gen = generation_kwargs(tokenizer, max_new_tokens, temperature, top_p, cache)
             with torch.no_grad():
                 seqs = model.generate(**enc, **gen)

@@ -135,7 +135,8 @@ class MultiTurnRollout:
                  structural: Any = None, *, turns: int = 3, gamma: float = 0.4,
                  stop_speedup: float = 1.5, max_new_tokens: int = 512,
                  max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
-                 gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic"):
+                 gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic",
+                 gen_pad_multiple: int = 0):
         if turns < 1:
             raise ValueError("turns must be >= 1")
         if not 0.0 <= gamma <= 1.0:
@@ -155,6 +156,7 @@ class MultiTurnRollout:
         self.max_new_tokens, self.max_prompt_tokens = max_new_tokens, max_prompt_tokens
         self.temperature, self.top_p, self.gen_batch_size = temperature, top_p, gen_batch_size
         self.gen_cache = gen_cache
+        self.gen_pad_multiple = gen_pad_multiple
         self.turn_baseline = turn_baseline
         self.last = StepStats()
         self.__name__ = "multi_turn_rollout"
@@ -191,7 +193,7 @@ class MultiTurnRollout:
         """(prompt_ids, completion_ids) per context; sampled with the current policy."""
         import torch
 
-        from cudaperf.policy import generation_kwargs
+        from cudaperf.policy import encode_prompts, generation_kwargs
 
         texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True)
                  for m in contexts]
@@ -204,8 +206,7 @@ class MultiTurnRollout:
         model.eval()
         try:
             for s in range(0, len(texts), max(1, self.gen_batch_size)):
-                enc = tokenizer(texts[s:s + self.gen_batch_size], return_tensors="pt", padding=True,
-                                add_special_tokens=False).to(device)
+                enc = encode_prompts(tokenizer, texts[s:s + self.gen_batch_size], device, self.gen_pad_multiple)
                 gen = generation_kwargs(tokenizer, self.max_new_tokens, self.temperature, self.top_p,
                                         self.gen_cache)
                 with torch.no_grad():

@@ -27,3 +27,22 @@ def test_torch2cuda_verify_module_help():
     r = subprocess.run([sys.executable, "-m", "cudaperf.torchtasks.verify", "--help"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0 and "--procs" in r.stdout, r.stderr[-2000:]
+
+
+def test_gen_speed_configs_and_summary():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import argparse
+
+    import gen_speed
+
+    assert gen_speed.parse_config("static:256") == ("static", 256)
+    assert gen_speed.parse_config("dynamic") == ("dynamic", 0)
+    for bad in ("paged:0", "static:x", "static:-8"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            gen_speed.parse_config(bad)
+    rows = [{"config": "static:0", "seconds": 30.0, "tokens": 100, "max_new": 50},
+            {"config": "static:0", "seconds": 2.0, "tokens": 300, "max_new": 90},
+            {"config": "static:0", "seconds": 2.0, "tokens": 500, "max_new": 70}]
+    s = gen_speed.summarise(rows)  # the first batch (compilation) is kept apart from the steady state
+    assert (s["first_s"], s["later_mean_s"], s["later_tokens_per_s"], s["later_max_new"]) == (30.0, 2.0, 200.0, 90)
+    assert gen_speed.summarise(rows[:1])["later_mean_s"] is None

@@ -557,6 +557,24 @@ def test_static_kv_cache_samples_the_same_tokens(tok):
         policy.generation_kwargs(tok, 8, 0.0, 1.0, cache="paged")
 
 
+def test_prompts_padded_to_a_multiple_sample_the_same_tokens(tok):
+    """policy.encode_prompts rounds a batch's prompt width up (fewer static-cache shapes to
+    compile on a GPU); the extra left padding is masked, so greedy samples do not change."""
+    texts = ["int a;", "void f(void) { return; }"]
+    tok.padding_side = "left"
+    plain = policy.encode_prompts(tok, texts, "cpu")
+    padded = policy.encode_prompts(tok, texts, "cpu", 64)
+    assert padded["input_ids"].shape[1] % 64 == 0 and padded["input_ids"].shape[1] >= plain["input_ids"].shape[1]
+    assert int(padded["attention_mask"].sum()) == int(plain["attention_mask"].sum())
+    with pytest.raises(ValueError):
+        policy.encode_prompts(tok, texts, "cpu", -1)
+    model = policy.build_model("tiny", tok, seed=3)
+    tasks = dev_tasks()[:2]
+    a = policy.sample(model, tok, tasks, n=1, temperature=0, max_new_tokens=10, batch_size=2)
+    b = policy.sample(model, tok, tasks, n=1, temperature=0, max_new_tokens=10, batch_size=2, pad_multiple=64)
+    assert a == b
+
+
 def test_sft_then_greedy_sampling_reproduces_the_trained_programs(tok, tmp_path):
     """The whole SFT -> sampling path end to end: a model trained to near-zero loss on two
     programs must give them back verbatim under greedy decoding (chat template, completion-only

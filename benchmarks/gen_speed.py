@@ -1,0 +1,136 @@
+"""Generation speed of a policy at a GRPO step's shape, per KV-cache configuration (a benchmark, not a test).
+
+A mini GRPO step generates 16 tasks x 8 attempts in one batch of 128 sequences, and the batch runs until
+its longest sequence ends (up to `max_new_tokens`): in session 24 (H100) that took 11-18 s of a 32 s
+fresh step, the larger half. Each decoding step of the 8M-parameter M model is a few hundred small
+kernels, so the per-token cost is launch and Python overhead, which transformers' static KV cache
+addresses: on a GPU `generate` then compiles the decoding step (torch.compile, mode reduce-overhead:
+CUDA graphs) for each cache shape, i.e. for each (batch, prompt length + max_new_tokens). Rounding
+the prompt length up (`--pad` / `GRPOSettings.gen_pad_multiple`) bounds how many shapes a run
+compiles for.
+
+For each configuration CACHE:PAD (e.g. dynamic:0 static:0 static:256) this generates `--batches`
+batches of `--tasks` x `--n` from different tasks of `--split` (so prompt lengths differ, as they do
+from step to step) and prints one JSON line per batch: seconds, longest and mean completion in
+tokens, tokens generated per second, and the padded prompt width; then a summary line per
+configuration (first batch, which holds any compilation, and the mean of the others). Same seed
+for every configuration, but sampling on different kernels need not give the same tokens: compare
+tokens per second, not seconds alone.
+
+    python benchmarks/gen_speed.py --model data/models/sft-M-s18 --configs dynamic:0 static:0 static:256
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+
+def parse_config(text: str) -> tuple[str, int]:
+    """'static:256' -> ('static', 256); 'dynamic' -> ('dynamic', 0)."""
+    from cudaperf.policy import GEN_CACHES
+
+    cache, _, pad = text.partition(":")
+    if cache not in GEN_CACHES:
+        raise argparse.ArgumentTypeError(f"{text!r}: cache must be one of {GEN_CACHES}")
+    try:
+        pad_n = int(pad or 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: the padding multiple must be an integer") from None
+    if pad_n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: the padding multiple must be >= 0")
+    return cache, pad_n
+
+
+def summarise(rows: list[dict]) -> dict:
+    """First batch (compilation, if any) apart from the rest, which show the steady state."""
+    later = rows[1:]
+    tok = sum(r["tokens"] for r in later)
+    secs = sum(r["seconds"] for r in later)
+    return {"config": rows[0]["config"], "batches": len(rows), "first_s": rows[0]["seconds"],
+            "later_mean_s": round(secs / len(later), 2) if later else None,
+            "later_tokens_per_s": round(tok / secs, 1) if later and secs > 0 else None,
+            "later_max_new": max((r["max_new"] for r in later), default=None)}
+
+
+def run_batch(model, tok, tasks, n: int, cache: str, pad: int, a) -> dict:
+    import torch
+
+    from cudaperf import policy, prompts
+
+    texts = [tok.apply_chat_template(prompts.task_prompt(t), tokenize=False, add_generation_prompt=True)
+             for t in tasks]
+    side, tok.padding_side = tok.padding_side, "left"
+    try:
+        width = policy.encode_prompts(tok, [x for x in texts for _ in range(n)], "cpu", pad)["input_ids"].shape[1]
+    finally:
+        tok.padding_side = side
+    sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
+    sync()
+    t0 = time.perf_counter()
+    out = policy.sample(model, tok, tasks, n=n, temperature=a.temperature, max_new_tokens=a.max_new_tokens,
+                        batch_size=len(tasks) * n, seed=a.seed, cache=cache, pad_multiple=pad)
+    sync()
+    secs = time.perf_counter() - t0
+    lens = [len(tok(c, add_special_tokens=False)["input_ids"]) for row in out for c in row]
+    return {"seconds": round(secs, 2), "sequences": len(lens), "tokens": sum(lens), "max_new": max(lens),
+            "mean_new": round(sum(lens) / len(lens), 1), "prompt_width": int(width),
+            "tokens_per_s": round(sum(lens) / secs, 1)}
+
+
+def main(argv=None) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from cudaperf import policy
+    from cudaperf.families import verified_tasks
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--model", default="data/models/sft-M-s18", help="a saved policy folder")
+    ap.add_argument("--configs", nargs="+", type=parse_config, default=[("dynamic", 0), ("static", 0), ("static", 256)],
+                    help="CACHE:PAD, e.g. dynamic:0 static:256")
+    ap.add_argument("--split", default="seen", choices=sorted(policy.EVAL_SPLIT_MEANING))
+    ap.add_argument("--tasks", type=int, default=16, help="tasks per batch (a mini GRPO step: 16)")
+    ap.add_argument("--n", type=int, default=8, help="samples per task (a mini GRPO step: 8)")
+    ap.add_argument("--batches", type=int, default=3)
+    ap.add_argument("--max-new-tokens", type=int, default=1024)
+    ap.add_argument("--temperature", type=float, default=0.7)
+    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
+                    help="weights during generation (GRPO generates with its float32 training copy)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="", help="also write every line to this JSONL file")
+    a = ap.parse_args(argv)
+    if not policy.has_weights(a.model):
+        sys.exit(f"{a.model}: no saved policy weights there")
+    if a.batches < 1 or a.tasks < 1 or a.n < 1:
+        sys.exit("--batches, --tasks and --n must be >= 1")
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    tok = AutoTokenizer.from_pretrained(a.model)
+    model = AutoModelForCausalLM.from_pretrained(a.model, dtype=getattr(torch, a.dtype)).to(dev)
+    pool = policy.evaluation_tasks(verified_tasks(), a.split, a.tasks * a.batches, a.seed)
+    if len(pool) < a.tasks * a.batches:
+        sys.exit(f"split {a.split} has {len(pool)} tasks, fewer than {a.tasks} x {a.batches}")
+    lines = [{"model": a.model, "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
+              "torch": torch.__version__, "dtype": a.dtype, "batch": a.tasks * a.n,
+              "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}]
+    print(json.dumps(lines[0]), flush=True)
+    for cache, pad in a.configs:
+        rows = []
+        for b in range(a.batches):
+            row = {"config": f"{cache}:{pad}", "batch": b,
+                   **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, a)}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+        lines += rows + [summarise(rows)]
+        print(json.dumps(lines[-1]), flush=True)
+    if a.out:
+        Path(a.out).write_text("".join(json.dumps(x) + "\n" for x in lines))
+
+
+if __name__ == "__main__":
+    main()
