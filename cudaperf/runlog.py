@@ -107,11 +107,14 @@ def pool_epochs(log: Any, settings: dict, columns: Sequence[str] = ("r_ver", "r_
     return out.reset_index()
 
 
-def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str, Any]:
+def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo", *, level: float = 0.9, boot: int = 2000,
+                seed: int = 0) -> dict[str, Any]:
     """Policy `b` against `a` on one evaluation's samples (columns policy, task_id, correct,
     speedup, optionally flags): tasks where b's pass rate is higher / lower / equal, and over the tasks where both
     have a correct, timed sample, the geometric mean of b's per-task geomean speedup over a's and
-    on how many of them b is faster."""
+    on how many of them b is faster. Both come with a `level` bootstrap interval over tasks
+    (`pass_diff_lo/hi`, `speedup_ratio_lo/hi`), and the pass rates with a sign test
+    (`pass_sign_p`): whether b beats a, or only drew easier luck, is read from those."""
     import numpy as np
 
     from cudaperf import metrics
@@ -123,13 +126,45 @@ def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo") -> dict[str
     s["logsp"] = [np.log(q) if (q := metrics.qualifying_speedup(r)) is not None else np.nan for r in rows]
     g = s.groupby(["task_id", "policy"]).agg(p=("correct", "mean"), ls=("logsp", "mean")).unstack("policy")
     both = g["ls"].dropna()
-    return {"tasks": int(len(g)), "b_pass_higher": int((g["p"][b] > g["p"][a]).sum()),
-            "b_pass_lower": int((g["p"][b] < g["p"][a]).sum()),
+    higher, lower = int((g["p"][b] > g["p"][a]).sum()), int((g["p"][b] < g["p"][a]).sum())
+    pass_lo, pass_hi = _paired_interval((g["p"][b] - g["p"][a]).dropna().to_numpy(), level, boot, seed)
+    log_lo, log_hi = _paired_interval((both[b] - both[a]).to_numpy(), level, boot, seed)
+    return {"tasks": int(len(g)), "b_pass_higher": higher, "b_pass_lower": lower,
             "pass_equal": int((g["p"][b] == g["p"][a]).sum()),
             "pass@1_a": float(s[s.policy == a]["correct"].mean()), "pass@1_b": float(s[s.policy == b]["correct"].mean()),
+            # b - a in per-task pass rate, with a bootstrap interval over tasks, and the two-sided sign
+            # test of higher against lower: is a pass@1 gap more than the task draw?
+            "pass_diff": float((g["p"][b] - g["p"][a]).mean()), "pass_diff_lo": pass_lo, "pass_diff_hi": pass_hi,
+            "pass_sign_p": sign_test_p(higher, lower),
             "tasks_both_timed": int(len(both)),
             "speedup_ratio_b_over_a": float(np.exp((both[b] - both[a]).mean())) if len(both) else float("nan"),
+            "speedup_ratio_lo": float(np.exp(log_lo)), "speedup_ratio_hi": float(np.exp(log_hi)),
             "b_faster_on": int((both[b] > both[a]).sum())}
+
+
+def _paired_interval(diffs: Any, level: float, boot: int, seed: int) -> tuple[float, float]:
+    """`level` bootstrap interval of the mean of per-task differences (tasks resampled); NaN for
+    fewer than two tasks. Deterministic for a given seed."""
+    import numpy as np
+
+    d = np.asarray(diffs, dtype=float)
+    if len(d) < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = d[rng.integers(0, len(d), size=(boot, len(d)))].mean(axis=1)
+    tail = (1.0 - level) / 2.0
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1.0 - tail))
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: the chance of a split at least this uneven between `wins` and
+    `losses` if either were equally likely (ties left out); 1.0 with no untied task."""
+    n = wins + losses
+    if n == 0:
+        return 1.0
+    k = min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
 
 
 # Step-log columns that say whether the rewards of a run can be trusted and how the judging went;

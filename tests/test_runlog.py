@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 import random
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -74,6 +75,32 @@ def test_paired_eval_compares_speed_only_where_both_are_correct():
     flagged = pd.DataFrame(rows).assign(flags=[[], ["hack:faster_than_roofline"], [], [], [], []])
     r = runlog.paired_eval(flagged)
     assert r["tasks_both_timed"] == 0 and r["pass@1_b"] == pytest.approx(1 / 3)
+
+
+def test_sign_test_matches_the_binomial():
+    assert runlog.sign_test_p(0, 0) == 1.0 and runlog.sign_test_p(3, 3) == 1.0
+    assert runlog.sign_test_p(5, 0) == pytest.approx(2 / 32)  # 5 of 5 one way: 2 * 0.5^5
+    assert runlog.sign_test_p(9, 13) == runlog.sign_test_p(13, 9) == pytest.approx(
+        2 * sum(math.comb(22, i) for i in range(10)) / 2 ** 22)
+    assert runlog.sign_test_p(20, 2) < 0.001
+
+
+def test_paired_eval_intervals_separate_a_real_gap_from_the_task_draw():
+    rng = np.random.default_rng(1)
+    rows = []
+    for t in range(40):  # b passes every task a passes, plus one more sample on each; and is 2x faster
+        for k in range(5):
+            rows.append({"policy": "sft_start", "task_id": f"t{t}", "correct": k < 2, "speedup": 1.0 if k < 2 else None})
+            rows.append({"policy": "grpo", "task_id": f"t{t}", "correct": k < 3, "speedup": 2.0 if k < 3 else None})
+    r = runlog.paired_eval(pd.DataFrame(rows))
+    assert r["pass_diff"] == pytest.approx(0.2) and r["pass_diff_lo"] == pytest.approx(0.2)
+    assert r["pass_sign_p"] < 1e-6 and r["speedup_ratio_lo"] == pytest.approx(2.0)
+    # noise only: per-task pass rates drawn alike for both policies; the interval must cover 0
+    rows = [{"policy": pol, "task_id": f"t{t}", "correct": bool(rng.random() < 0.5), "speedup": 1.0}
+            for t in range(60) for pol in ("sft_start", "grpo") for _ in range(5)]
+    r = runlog.paired_eval(pd.DataFrame(rows))
+    assert r["pass_diff_lo"] < 0 < r["pass_diff_hi"] and r["pass_sign_p"] > 0.05
+    assert r == runlog.paired_eval(pd.DataFrame(rows))  # deterministic
 
 
 def test_judging_table_sums_internal_errors_and_leaves_unlogged_columns_nan():
