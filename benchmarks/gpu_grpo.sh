@@ -69,6 +69,14 @@ if [ "$SFT_S" -gt 0 ]; then
     --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
   echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -5 | cut -c1-300
 fi
+# GEN_SPEED="dynamic:0 static:0 static:256": first time the start policy's generation of a GRPO step's
+# batch (16 x 8) per KV-cache configuration (benchmarks/gen_speed.py; GEN_SPEED_S limit, default 240),
+# to choose `train --gen-cache/--gen-pad-multiple` (generation was 11-18 s of a 32 s step in session 24).
+if [ -n "${GEN_SPEED:-}" ]; then
+  timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py --model "$START" --configs $GEN_SPEED \
+    --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed.jsonl" > "$OUT/gen_speed.log" 2>&1
+  echo "== gen speed rc=$?"; grep '"config"' "$OUT/gen_speed.log" | grep later_mean_s | cut -c1-300
+fi
 if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start per split
   for split in ${PROBE_SPLITS:-seen}; do
     timeout -s ABRT 150 python3 benchmarks/compile_probe.py --model "$START" --split "$split" --tasks 32 --n 4 \
@@ -109,7 +117,7 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" GEN_SPEED=\"${GEN_SPEED:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 kill "$SNAP_PID" 2>/dev/null; wait "$SNAP_PID" 2>/dev/null
 snapshot; rm -f "$OUT/.grpo_snap.tgz"
 # The logs in one file: $OUT returns at most 8 files, and the model parts take most of them.
