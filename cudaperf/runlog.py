@@ -17,9 +17,13 @@ Guarantees:
   easier-to-speed-up tasks cannot look faster by its choice of tasks.
 * `judging_table` gives one row per run on how its rewards were judged (internal harness errors,
   GPU memory handed back, repeats, store hits, judging time); a column a run never logged is NaN.
+* `targets_table` sets each run against issue 9's targets: step time on fresh tasks (steps with no
+  stored result) against 30 s, whether R_ver rose, and per held-out evaluation whether the GRPO
+  policy beats its SFT start on pass@1 and speed beyond the task draw (`paired_eval`'s intervals).
 """
 from __future__ import annotations
 
+import json
 import math
 import random
 from pathlib import Path
@@ -192,3 +196,60 @@ def judging_table(runs: dict[str, Any]) -> Any:
 
 __all__ = ["JUDGING_COLUMNS", "judging_table", "load_runs", "paired_eval", "pool_epochs", "reward_trend",
            "trend_table"]
+
+
+STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) within 30 s
+
+
+def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", level: float = 0.9) -> Any:
+    """One row per (run, held-out evaluation) -- one row with empty evaluation columns for a run
+    without any: the median step time over fresh steps (no result-store hit, and some attempt
+    correct; NaN when the run did not log hits or had none), over the fresh steps of its latest call (settings.json `calls`:
+    a resumed run may have changed how it judges; this is the one set against `STEP_TARGET_S`) and
+    over all steps; R_ver's trend
+    verdict (`reward_trend`); and from `paired_eval` the pass@1 difference and speedup ratio of the
+    GRPO policy over its SFT start with their `level` intervals. `beats_pass` / `beats_speed` are
+    True only when the whole interval lies above 0 / 1, False when it lies below, None otherwise."""
+    import pandas as pd
+
+    def verdict(lo: float, hi: float, line: float) -> bool | None:
+        if math.isnan(lo) or math.isnan(hi):
+            return None
+        return True if lo > line else False if hi < line else None
+
+    rows = []
+    for name, df in runs.items():
+        # Fresh: nothing answered from the result store, and some attempt ran correct (a step in
+        # which nothing compiled is fast for want of work: session 14's).
+        fresh = (df[(df["cache_hit_rate"] == 0) & (df["correct_rate"] > 0)]
+                 if {"cache_hit_rate", "correct_rate"} <= set(df.columns) else df.iloc[0:0])
+        trend = reward_trend(df["step"], df["r_ver"])
+        base = {"run": name, "steps": len(df),
+                "attempts_per_step": float(df["rows"].median()) if "rows" in df and len(df) else math.nan,
+                "fresh_steps": len(fresh), "fresh_step_s": float(fresh["t_step"].median()) if len(fresh) else math.nan,
+                "median_step_s": float(df["t_step"].median()) if len(df) else math.nan,
+                "r_ver_slope": trend["slope"], "r_ver_rising": trend["rising"]}
+        # A resumed run may have changed its judging settings (settings.json `calls`): the fresh
+        # steps of its latest call show what the current settings reach.
+        st = Path(data_dir, name, "settings.json")
+        calls = json.loads(st.read_text()).get("calls", []) if st.is_file() else []
+        since = int(calls[-1]["first_step"]) if calls else 1
+        latest = fresh[fresh["step"] >= since]
+        base.update({"latest_call_from_step": since, "fresh_steps_latest": len(latest),
+                     "fresh_step_s_latest": float(latest["t_step"].median()) if len(latest) else math.nan})
+        base["fresh_step_within_target"] = (None if math.isnan(base["fresh_step_s_latest"])
+                                            else bool(base["fresh_step_s_latest"] <= STEP_TARGET_S))
+        evals = sorted(Path(data_dir, name).glob("eval*_samples.parquet"))
+        if not evals:
+            rows.append(base)
+        for f in evals:
+            pe = paired_eval(pd.read_parquet(f), level=level)
+            rows.append({**base, "eval": f.stem.replace("_samples", ""), "tasks": pe["tasks"],
+                         "pass@1_start": pe["pass@1_a"], "pass@1_grpo": pe["pass@1_b"],
+                         "pass_diff": pe["pass_diff"], "pass_diff_lo": pe["pass_diff_lo"],
+                         "pass_diff_hi": pe["pass_diff_hi"],
+                         "beats_pass": verdict(pe["pass_diff_lo"], pe["pass_diff_hi"], 0.0),
+                         "speedup_ratio": pe["speedup_ratio_b_over_a"], "speedup_ratio_lo": pe["speedup_ratio_lo"],
+                         "speedup_ratio_hi": pe["speedup_ratio_hi"],
+                         "beats_speed": verdict(pe["speedup_ratio_lo"], pe["speedup_ratio_hi"], 1.0)})
+    return pd.DataFrame(rows)

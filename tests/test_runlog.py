@@ -115,3 +115,35 @@ def test_judging_table_sums_internal_errors_and_leaves_unlogged_columns_nan():
     assert t.loc["new", "cache_hit_rate (mean)"] == 0.5 and t.loc["new", "t_step (median)"] == 30.0
     assert math.isnan(t.loc["old", "internal_errors (sum)"]) and t.loc["old", "batch_repeats (sum)"] == 4
     assert t.loc["old", "steps"] == 1
+
+
+def test_targets_table_reads_fresh_steps_of_the_latest_call_and_the_evaluations(tmp_path):
+    import json
+
+    steps = pd.DataFrame({"step": range(1, 11), "rows": 128, "r_ver": [0.1 * i for i in range(10)],
+                          "correct_rate": [0.5] * 9 + [0.0],
+                          "cache_hit_rate": [0, 0, 0.3, 0, 0, 0, 0.5, 0, 0.2, 0],
+                          "t_step": [40, 42, 20, 44, 28, 26, 15, 29, 18, 5]})
+    run = tmp_path / "r1"
+    run.mkdir()
+    (run / "settings.json").write_text(json.dumps({"calls": [{"first_step": 1, "changed": {}},
+                                                             {"first_step": 5, "changed": {"keep_runners": [0, 64]}}]}))
+    rows = []
+    for t in range(30):  # GRPO always 2x faster and as often correct
+        for pol, sp in (("sft_start", 1.0), ("grpo", 2.0)):
+            rows += [{"policy": pol, "task_id": f"t{t}", "correct": k < 3, "speedup": sp} for k in range(5)]
+    pd.DataFrame(rows).to_parquet(run / "eval_infamily_samples.parquet")
+    bare = steps.drop(columns=["cache_hit_rate"])
+    t = runlog.targets_table({"r1": steps, "r2": bare}, data_dir=tmp_path)
+    r1 = t[t.run == "r1"].iloc[0]
+    # fresh: no store hit and something correct -> steps 1, 2, 4, 5, 6, 8 (step 10 judged nothing correct)
+    assert r1["fresh_steps"] == 6 and r1["fresh_step_s"] == pytest.approx(34.5)
+    assert r1["latest_call_from_step"] == 5 and r1["fresh_steps_latest"] == 3
+    # (pandas may hand verdicts back as numpy booleans: compare by value)
+    assert r1["fresh_step_s_latest"] == pytest.approx(28.0) and bool(r1["fresh_step_within_target"])
+    assert bool(r1["r_ver_rising"]) and r1["attempts_per_step"] == 128
+    assert r1["eval"] == "eval_infamily" and bool(r1["beats_speed"]) and pd.isna(r1["beats_pass"])
+    assert r1["speedup_ratio"] == pytest.approx(2.0) and r1["pass_diff"] == 0
+    r2 = t[t.run == "r2"].iloc[0]  # no store hits logged, no settings, no evaluation
+    assert r2["fresh_steps"] == 0 and pd.isna(r2["fresh_step_within_target"]) and pd.isna(r2.get("eval"))
+
