@@ -9,7 +9,13 @@ CUDA graphs) for each cache shape, i.e. for each (batch, prompt length + max_new
 the prompt length up (`--pad` / `GRPOSettings.gen_pad_multiple`) bounds how many shapes a run
 compiles for.
 
-For each configuration CACHE:PAD (e.g. dynamic:0 static:0 static:256) this generates `--batches`
+GRPO hands the trainer's cached GPU memory back before every step's judging
+(`rollout.release_cached_gpu_memory`, 16-44 GB a step in session 24), so each step's generation
+allocates its growing dynamic KV cache afresh; a configuration does the same before each batch
+unless it ends in ``:keep`` (then the allocator's blocks stay cached from the batch before: the
+difference is what the per-step release costs generation).
+
+For each configuration CACHE:PAD[:keep] (e.g. dynamic:0 dynamic:0:keep static:256) this generates `--batches`
 batches of `--tasks` x `--n` from different tasks of `--split` (so prompt lengths differ, as they do
 from step to step) and prints one JSON line per batch: seconds, longest and mean completion in
 tokens, tokens generated per second, and the padded prompt width; then a summary line per
@@ -31,20 +37,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def parse_config(text: str) -> tuple[str, int]:
-    """'static:256' -> ('static', 256); 'dynamic' -> ('dynamic', 0)."""
+def parse_config(text: str) -> tuple[str, int, bool]:
+    """'static:256' -> ('static', 256, True); 'dynamic' -> ('dynamic', 0, True);
+    'dynamic:0:keep' -> ('dynamic', 0, False): (cache, padding multiple, release before each batch)."""
     from cudaperf.policy import GEN_CACHES
 
-    cache, _, pad = text.partition(":")
+    parts = text.split(":")
+    cache, pad = parts[0], parts[1] if len(parts) > 1 else "0"
     if cache not in GEN_CACHES:
         raise argparse.ArgumentTypeError(f"{text!r}: cache must be one of {GEN_CACHES}")
+    if len(parts) > 3 or (len(parts) == 3 and parts[2] != "keep"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected CACHE[:PAD[:keep]]")
     try:
         pad_n = int(pad or 0)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: the padding multiple must be an integer") from None
     if pad_n < 0:
         raise argparse.ArgumentTypeError(f"{text!r}: the padding multiple must be >= 0")
-    return cache, pad_n
+    return cache, pad_n, len(parts) < 3
 
 
 def summarise(rows: list[dict]) -> dict:
@@ -58,10 +68,13 @@ def summarise(rows: list[dict]) -> dict:
             "later_max_new": max((r["max_new"] for r in later), default=None)}
 
 
-def run_batch(model, tok, tasks, n: int, cache: str, pad: int, a) -> dict:
+def run_batch(model, tok, tasks, n: int, cache: str, pad: int, release: bool, a) -> dict:
     import torch
 
     from cudaperf import policy, prompts
+    from cudaperf.rollout import release_cached_gpu_memory
+
+    released = release_cached_gpu_memory() if release else 0.0
 
     texts = [tok.apply_chat_template(prompts.task_prompt(t), tokenize=False, add_generation_prompt=True)
              for t in tasks]
@@ -78,7 +91,7 @@ def run_batch(model, tok, tasks, n: int, cache: str, pad: int, a) -> dict:
     sync()
     secs = time.perf_counter() - t0
     lens = [len(tok(c, add_special_tokens=False)["input_ids"]) for row in out for c in row]
-    return {"seconds": round(secs, 2), "sequences": len(lens), "tokens": sum(lens), "max_new": max(lens),
+    return {"seconds": round(secs, 2), "released_gb": round(released, 2), "sequences": len(lens), "tokens": sum(lens), "max_new": max(lens),
             "mean_new": round(sum(lens) / len(lens), 1), "prompt_width": int(width),
             "tokens_per_s": round(sum(lens) / secs, 1)}
 
@@ -92,8 +105,9 @@ def main(argv=None) -> None:
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", default="data/models/sft-M-s18", help="a saved policy folder")
-    ap.add_argument("--configs", nargs="+", type=parse_config, default=[("dynamic", 0), ("static", 0), ("static", 256)],
-                    help="CACHE:PAD, e.g. dynamic:0 static:256")
+    ap.add_argument("--configs", nargs="+", type=parse_config,
+                    default=[("dynamic", 0, True), ("dynamic", 0, False), ("static", 0, True), ("static", 256, True)],
+                    help="CACHE:PAD[:keep], e.g. dynamic:0 dynamic:0:keep static:256 (keep: no release before a batch)")
     ap.add_argument("--split", default="seen", choices=sorted(policy.EVAL_SPLIT_MEANING))
     ap.add_argument("--tasks", type=int, default=16, help="tasks per batch (a mini GRPO step: 16)")
     ap.add_argument("--n", type=int, default=8, help="samples per task (a mini GRPO step: 8)")
@@ -119,11 +133,11 @@ def main(argv=None) -> None:
               "torch": torch.__version__, "dtype": a.dtype, "batch": a.tasks * a.n,
               "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}]
     print(json.dumps(lines[0]), flush=True)
-    for cache, pad in a.configs:
+    for cache, pad, release in a.configs:
         rows = []
         for b in range(a.batches):
-            row = {"config": f"{cache}:{pad}", "batch": b,
-                   **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, a)}
+            row = {"config": f"{cache}:{pad}" + ("" if release else ":keep"), "batch": b,
+                   **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, release, a)}
             rows.append(row)
             print(json.dumps(row), flush=True)
         lines += rows + [summarise(rows)]

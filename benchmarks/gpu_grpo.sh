@@ -69,7 +69,7 @@ if [ "$SFT_S" -gt 0 ]; then
     --budget-s "$SFT_S" --epochs 2 --out "$START" $SFT_ARGS > "$OUT/sft_M.log" 2>&1
   echo "== sft M rc=$?"; grep "sft_gpu\|eval_[a-z]*_*loss" "$OUT/sft_M.log" | tail -5 | cut -c1-300
 fi
-# GEN_SPEED="dynamic:0 static:0 static:256": first time the start policy's generation of a GRPO step's
+# GEN_SPEED="dynamic:0 dynamic:0:keep static:0 static:256": first time the start policy's generation of a GRPO step's
 # batch (16 x 8) per KV-cache configuration (benchmarks/gen_speed.py; GEN_SPEED_S limit, default 240),
 # to choose `train --gen-cache/--gen-pad-multiple` (generation was 11-18 s of a 32 s step in session 24).
 if [ -n "${GEN_SPEED:-}" ]; then

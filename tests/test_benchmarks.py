@@ -35,9 +35,10 @@ def test_gen_speed_configs_and_summary():
 
     import gen_speed
 
-    assert gen_speed.parse_config("static:256") == ("static", 256)
-    assert gen_speed.parse_config("dynamic") == ("dynamic", 0)
-    for bad in ("paged:0", "static:x", "static:-8"):
+    assert gen_speed.parse_config("static:256") == ("static", 256, True)
+    assert gen_speed.parse_config("dynamic") == ("dynamic", 0, True)
+    assert gen_speed.parse_config("dynamic:0:keep") == ("dynamic", 0, False)
+    for bad in ("paged:0", "static:x", "static:-8", "static:0:hold", "static:0:keep:1"):
         with pytest.raises(argparse.ArgumentTypeError):
             gen_speed.parse_config(bad)
     rows = [{"config": "static:0", "seconds": 30.0, "tokens": 100, "max_new": 50},
