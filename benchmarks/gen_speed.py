@@ -129,8 +129,11 @@ def main(argv=None) -> None:
     pool = policy.evaluation_tasks(verified_tasks(), a.split, a.tasks * a.batches, a.seed)
     if len(pool) < a.tasks * a.batches:
         sys.exit(f"split {a.split} has {len(pool)} tasks, fewer than {a.tasks} x {a.batches}")
+    import os
+
     lines = [{"model": a.model, "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
               "torch": torch.__version__, "dtype": a.dtype, "batch": a.tasks * a.n,
+              "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
               "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}]
     print(json.dumps(lines[0]), flush=True)
     for cache, pad, release in a.configs:

@@ -76,6 +76,16 @@ if [ -n "${GEN_SPEED:-}" ]; then
   timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py --model "$START" --configs $GEN_SPEED \
     --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed.jsonl" > "$OUT/gen_speed.log" 2>&1
   echo "== gen speed rc=$?"; grep '"config"' "$OUT/gen_speed.log" | grep later_mean_s | cut -c1-300
+  # GEN_SPEED_ALLOC="expandable_segments:True": the same again with that PyTorch allocator setting (it
+  # grows segments in place instead of a cudaMalloc per larger block: the growing dynamic KV cache);
+  # a training call takes it the same way, PYTORCH_CUDA_ALLOC_CONF=... bash benchmarks/gpu_grpo.sh.
+  if [ -n "${GEN_SPEED_ALLOC:-}" ]; then
+    PYTORCH_CUDA_ALLOC_CONF="$GEN_SPEED_ALLOC" timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py \
+      --model "$START" --configs $GEN_SPEED --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed_alloc.jsonl" \
+      > "$OUT/gen_speed_alloc.log" 2>&1
+    echo "== gen speed with PYTORCH_CUDA_ALLOC_CONF=$GEN_SPEED_ALLOC rc=$?"
+    grep '"config"' "$OUT/gen_speed_alloc.log" | grep later_mean_s | cut -c1-300
+  fi
 fi
 if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start per split
   for split in ${PROBE_SPLITS:-seen}; do
@@ -117,7 +127,7 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" GEN_SPEED=\"${GEN_SPEED:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" GEN_SPEED=\"${GEN_SPEED:-}\" GEN_SPEED_ALLOC=\"${GEN_SPEED_ALLOC:-}\" PYTORCH_CUDA_ALLOC_CONF=\"${PYTORCH_CUDA_ALLOC_CONF:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 kill "$SNAP_PID" 2>/dev/null; wait "$SNAP_PID" 2>/dev/null
 snapshot; rm -f "$OUT/.grpo_snap.tgz"
 # The logs in one file: $OUT returns at most 8 files, and the model parts take most of them.
