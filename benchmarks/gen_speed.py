@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -129,8 +130,6 @@ def main(argv=None) -> None:
     pool = policy.evaluation_tasks(verified_tasks(), a.split, a.tasks * a.batches, a.seed)
     if len(pool) < a.tasks * a.batches:
         sys.exit(f"split {a.split} has {len(pool)} tasks, fewer than {a.tasks} x {a.batches}")
-    import os
-
     lines = [{"model": a.model, "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
               "torch": torch.__version__, "dtype": a.dtype, "batch": a.tasks * a.n,
               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
