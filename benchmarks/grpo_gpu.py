@@ -170,7 +170,7 @@ def evaluate(args) -> None:
         t0 = time.perf_counter()
         samples[name] = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
                                       max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch,
-                                      seed=args.seed)
+                                      seed=args.seed, cache=args.gen_cache, pad_multiple=args.gen_pad_multiple)
         _log(f"{name}: sampled {args.n} x {len(tasks)} in {time.perf_counter() - t0:.0f}s")
         del model
         if dev == "cuda":
@@ -248,7 +248,8 @@ def sample_policy(args) -> None:
     model = _sampling_model(model_dir, dev)
     t0 = time.perf_counter()
     rows = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
-                         max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed)
+                         max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed,
+                         cache=args.gen_cache, pad_multiple=args.gen_pad_multiple)
     secs = time.perf_counter() - t0
     device = torch.cuda.get_device_name(0) if dev == "cuda" else f"cpu ({os.cpu_count()} cores)"
     out = policy.save_samples(ROOT / args.out, tasks, rows, _sample_settings(args, rel),
@@ -350,6 +351,11 @@ def main(argv=None) -> None:
     e.add_argument("--max-new-tokens", type=int, default=1024)
     e.add_argument("--sample-batch", type=int, default=256)
     e.add_argument("--seed", type=int, default=0)
+    # How the KV cache is kept, not what is sampled (policy.generation_kwargs): stored samples do not
+    # record it. benchmarks/gen_speed.py says which is faster on the GPU at hand.
+    e.add_argument("--gen-cache", default="dynamic", choices=["dynamic", "static"], help="KV cache of the sampling")
+    e.add_argument("--gen-pad-multiple", type=int, default=0,
+                   help="left-pad prompts to a multiple of this many tokens (fewer static-cache shapes)")
     e.add_argument("--also-steps", default="", help="earlier checkpoints to evaluate as well, e.g. '20,40' "
                    "(written as <stem>_step<N>.parquet beside the newest's)")
     e.add_argument("--start-samples", default="",
@@ -358,7 +364,8 @@ def main(argv=None) -> None:
     s = sub.add_parser("sample", help="sample a policy once on an evaluation split and save the completions")
     s.add_argument("--model", required=True, help="policy folder, e.g. data/models/sft-M-s18")
     s.add_argument("--out", required=True, help="parquet file to write")
-    for a in ("--eval-tasks", "--split", "--n", "--temperature", "--max-new-tokens", "--sample-batch", "--seed"):
+    for a in ("--eval-tasks", "--split", "--n", "--temperature", "--max-new-tokens", "--sample-batch", "--seed",
+              "--gen-cache", "--gen-pad-multiple"):
         act = next(x for x in e._actions if a in x.option_strings)
         s.add_argument(a, type=act.type, default=act.default, choices=act.choices, help=act.help)
     args = ap.parse_args(argv)

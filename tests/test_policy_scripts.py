@@ -195,7 +195,8 @@ def test_grpo_sample_command_writes_what_eval_start_samples_reads(saved, tmp_pat
     g = _script("grpo_gpu")
     out = tmp_path / "start.parquet"
     g.main(["sample", "--model", str(d), "--out", str(out), "--split", "infamily", "--eval-tasks", "2",
-            "--n", "2", "--temperature", "0.5", "--max-new-tokens", "4", "--sample-batch", "4"])
+            "--n", "2", "--temperature", "0.5", "--max-new-tokens", "4", "--sample-batch", "4",
+            "--gen-pad-multiple", "64"])
     df = pd.read_parquet(out)
     assert len(df) == 4 and set(df["sample"]) == {0, 1} and (df["dtype"] == "float32").all()
     args = g.main.__globals__["argparse"].Namespace(split="infamily", n=2, temperature=0.5, max_new_tokens=4, seed=0)
@@ -233,3 +234,7 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     assert (s.learning_rate, s.temperature, s.ablation) == (5e-5, 0.7, "ver_only")
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none"])
     assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
+    assert seen["settings"].gen_cache == "dynamic" and seen["settings"].gen_pad_multiple == 0
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--gen-cache", "static",
+            "--gen-pad-multiple", "256"])
+    assert (seen["settings"].gen_cache, seen["settings"].gen_pad_multiple) == ("static", 256)
