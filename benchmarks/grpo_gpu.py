@@ -83,7 +83,7 @@ def train(args) -> None:
     # A smaller step than the profile's (a quick check, or a machine with less memory) is said so
     # in the run's settings.json, which records every setting used.
     for name in ("tasks_per_step", "group_size", "max_new_tokens", "temperature", "probe_filter", "probe_tasks",
-                 "max_tasks", "keep_runners", "runners_per_gpu", "gen_cache", "gen_pad_multiple"):
+                 "max_tasks", "keep_runners", "runners_per_gpu", "gen_cache", "gen_pad_multiple", "compile_ahead"):
         if getattr(args, name):
             over[name] = getattr(args, name)
     if args.start:
@@ -336,6 +336,8 @@ def main(argv=None) -> None:
                         "decoding step on a GPU; benchmarks/gen_speed.py measures both)")
     t.add_argument("--gen-pad-multiple", type=int, default=0,
                    help="left-pad rollout prompts to a multiple of this many tokens (0 = no rounding)")
+    t.add_argument("--compile-ahead", type=int, default=0,
+                   help="threads compiling attempts that end while their batch still generates (0 = off)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "

@@ -76,6 +76,9 @@ class GRPOSettings:
     gen_batch_size: int = _f(128, "Sequences generated per batch.")
     gen_cache: str = _f("dynamic", "KV cache of generation: dynamic | static (preallocated; on a GPU transformers "
                                    "may compile the decoding step; policy.generation_kwargs).")
+    compile_ahead: int = _f(0, "Threads compiling attempts that have ended while their batch still generates "
+                               "(cudaperf.compileahead; judging then finds the builds cached); 0: off. Only "
+                               "compiles run early: nothing is checked or timed beside generation.")
     gen_pad_multiple: int = _f(0, "Left-pad each generation batch's prompts to a multiple of this many tokens "
                                   "(0: to the longest prompt only): with the static cache, fewer shapes for "
                                   "the compiled decoding step (policy.encode_prompts).")
@@ -251,6 +254,9 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),
         "batch_repeats": st.batch_repeats,
         "internal_errors": st.internal_errors, "released_gb": st.released_gb,
+        # compiles done while the batch still generated (cudaperf.compileahead; 0 when off)
+        "ahead_submitted": st.ahead_submitted, "ahead_compiled": st.ahead_compiled,
+        "ahead_dropped": st.ahead_dropped, "t_ahead_wait": st.ahead_wait_s,
         **{f"s_{k}": v for k, v in st.stage_s.items()},
     }
     for k, v in trl.items():
@@ -518,7 +524,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
                                top_p=s.top_p, gen_batch_size=s.gen_batch_size,
                                turn_baseline=s.turn_baseline, gen_cache=s.gen_cache,
-                               gen_pad_multiple=s.gen_pad_multiple)
+                               gen_pad_multiple=s.gen_pad_multiple, compile_ahead_workers=s.compile_ahead)
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))

@@ -393,6 +393,20 @@ class Harness:
         res.message = f"candidate library could not be used: {rep[4:] if rep.startswith('err') else rep}"
         res.failures.append({"stage": "load", "reason": rep})
 
+    def compile_ahead(self, task: Task, source: str) -> bool:
+        """Build `source` into the compile cache now, in the sandbox and exactly as `_front` will
+        (arch, flags, time limit, cache), so that judging finds the build; nothing is run.
+        False where judging would not compile it (empty, oversize, a ModelNew source) or nvcc
+        failed (the failure is cached too). Used by `cudaperf.compileahead` while a batch is
+        still generating; the result store is not consulted (its hit counts are the step log's)."""
+        if not isinstance(source, str) or not source.strip():
+            return False
+        if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES or torchpath.is_modelnew(task, source):
+            return False
+        cr = compile_candidate(source, arch=self.arch, flags=tuple(self.cfg.nvcc_flags),
+                               timeout_s=self.cfg.compile_timeout_s, cache_dir=str(self.cache_dir))
+        return bool(cr.ok)
+
     def _front(self, task: Task, source: str, res: EvalResult) -> tuple[EvalResult, str | None, str | None]:
         """Everything before the GPU: input checks, the result store, static scan, compile.
         Returns (record, store key, shared library); the library is None when the record is

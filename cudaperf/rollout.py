@@ -93,6 +93,10 @@ class StepStats:
     batch_repeats: int = 0  # attempts that repeated another of the same batch (judged once)
     internal_errors: int = 0  # records the harness could not judge (its own error, e.g. no GPU memory)
     released_gb: float = 0.0  # the policy's cached GPU memory handed back before judging (summed over rounds)
+    ahead_submitted: int = 0  # attempts handed to the compiler while their batch generated (compileahead)
+    ahead_compiled: int = 0  # of those, built before judging
+    ahead_dropped: int = 0  # of those, not started by the end of generation (judging compiled them)
+    ahead_wait_s: float = 0.0  # generation's end waiting for early compiles still running (in generation_s)
     stage_s: dict[str, float] = field(default_factory=dict)  # LOGGED_STAGES summed over fresh results
     components: dict[str, float] = field(default_factory=dict)
     r_str_paid: float = 0.0
@@ -136,7 +140,7 @@ class MultiTurnRollout:
                  stop_speedup: float = 1.5, max_new_tokens: int = 512,
                  max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
                  gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic",
-                 gen_pad_multiple: int = 0):
+                 gen_pad_multiple: int = 0, compile_ahead_workers: int = 0):
         if turns < 1:
             raise ValueError("turns must be >= 1")
         if not 0.0 <= gamma <= 1.0:
@@ -157,6 +161,9 @@ class MultiTurnRollout:
         self.temperature, self.top_p, self.gen_batch_size = temperature, top_p, gen_batch_size
         self.gen_cache = gen_cache
         self.gen_pad_multiple = gen_pad_multiple
+        # > 0: compile attempts that have ended while their batch still generates, on this many
+        # threads (cudaperf.compileahead); judging then finds the builds in the compile cache.
+        self.compile_ahead_workers = compile_ahead_workers
         self.turn_baseline = turn_baseline
         self.last = StepStats()
         self.__name__ = "multi_turn_rollout"
@@ -189,8 +196,11 @@ class MultiTurnRollout:
     def _n_tokens(tokenizer, msgs) -> int:
         return len(tokenizer.apply_chat_template(msgs, tokenize=True, add_generation_prompt=True))
 
-    def generate(self, model, tokenizer, contexts: Sequence[list[dict]]) -> list[tuple[list[int], list[int]]]:
-        """(prompt_ids, completion_ids) per context; sampled with the current policy."""
+    def generate(self, model, tokenizer, contexts: Sequence[list[dict]], tasks: Sequence[Task] | None = None,
+                 st: StepStats | None = None) -> list[tuple[list[int], list[int]]]:
+        """(prompt_ids, completion_ids) per context; sampled with the current policy. With `tasks`
+        (the task of each context) and `compile_ahead_workers` > 0, attempts that end before their
+        batch are compiled while it generates (counts into `st`)."""
         import torch
 
         from cudaperf.policy import encode_prompts, generation_kwargs
@@ -209,8 +219,26 @@ class MultiTurnRollout:
                 enc = encode_prompts(tokenizer, texts[s:s + self.gen_batch_size], device, self.gen_pad_multiple)
                 gen = generation_kwargs(tokenizer, self.max_new_tokens, self.temperature, self.top_p,
                                         self.gen_cache)
-                with torch.no_grad():
-                    seqs = model.generate(**enc, **gen)
+                ahead = None
+                if self.compile_ahead_workers > 0 and tasks is not None and hasattr(self.harness, "compile_ahead"):
+                    from transformers import StoppingCriteriaList
+
+                    from cudaperf.compileahead import CompileAhead
+
+                    ahead = CompileAhead(tasks[s:s + self.gen_batch_size], enc["input_ids"].shape[1], tokenizer,
+                                         self.harness.compile_ahead, workers=self.compile_ahead_workers)
+                    gen["stopping_criteria"] = StoppingCriteriaList([ahead])
+                try:
+                    with torch.no_grad():
+                        seqs = model.generate(**enc, **gen)
+                finally:
+                    if ahead is not None:
+                        a = ahead.finish()
+                        if st is not None:
+                            st.ahead_submitted += a.submitted
+                            st.ahead_compiled += a.compiled
+                            st.ahead_dropped += a.dropped
+                            st.ahead_wait_s += a.seconds
                 width = enc["input_ids"].shape[1]
                 for row, mask, full in zip(enc["input_ids"], enc["attention_mask"], seqs):
                     p = row[mask.bool()].tolist()
@@ -290,7 +318,7 @@ class MultiTurnRollout:
                 break
             ctx = [self.context(ch, tok) for ch in active]
             t = time.perf_counter()
-            gen = self.generate(model, tok, ctx)
+            gen = self.generate(model, tok, ctx, tasks=[ch.task for ch in active], st=st)
             st.generation_s += time.perf_counter() - t
             texts = tok.batch_decode([c for _, c in gen], skip_special_tokens=True)
             codes = [extract_code(x) for x in texts]

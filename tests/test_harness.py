@@ -139,6 +139,22 @@ def test_a_record_the_harness_could_not_judge_is_judged_again_after_the_batch(ha
     assert [f["reason"] for f in thrice.failures].count("retried") == 3
 
 
+def test_compile_ahead_fills_the_cache_judging_reads(harness):
+    """Harness.compile_ahead (cudaperf.compileahead, during generation) builds with judging's own
+    arch, flags and cache: the build is there for `_front` to find. Nothing else is done early."""
+    from cudaperf.compile import lookup
+
+    src = SAXPY.variant("naive").source + "// built ahead\n"
+    flags = tuple(harness.cfg.nvcc_flags)
+    assert lookup(src, arch=harness.arch, flags=flags, cache_dir=harness.cache_dir) is None
+    assert harness.compile_ahead(SAXPY, src) is True
+    hit = lookup(src, arch=harness.arch, flags=flags, cache_dir=harness.cache_dir)
+    assert hit is not None and hit.ok
+    r = harness.evaluate(SAXPY, src)
+    assert r.compiled and r.resources == hit.resources
+    assert harness.compile_ahead(SAXPY, "") is False and harness.compile_ahead(SAXPY, "not cuda {") is False
+
+
 def test_reward_gates_follow_design():
     cfg = RewardConfig()
     base = dict(task_id="t", candidate_hash="h")

@@ -236,5 +236,6 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
     assert seen["settings"].gen_cache == "dynamic" and seen["settings"].gen_pad_multiple == 0
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--gen-cache", "static",
-            "--gen-pad-multiple", "256"])
+            "--gen-pad-multiple", "256", "--compile-ahead", "8"])
     assert (seen["settings"].gen_cache, seen["settings"].gen_pad_multiple) == ("static", 256)
+    assert seen["settings"].compile_ahead == 8
