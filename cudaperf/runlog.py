@@ -205,8 +205,8 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
     """One row per (run, held-out evaluation) -- one row with empty evaluation columns for a run
     without any: the median step time over fresh steps (no result-store hit, and some attempt
     correct; NaN when the run did not log hits or had none), over the fresh steps of its latest call (settings.json `calls`:
-    a resumed run may have changed how it judges; this is the one set against `STEP_TARGET_S`) and
-    over all steps; R_ver's trend
+    a resumed run may have changed how it judges; this is the one set against `STEP_TARGET_S`, for
+    one-turn runs only) and over all steps; R_ver's trend
     verdict (`reward_trend`); and from `paired_eval` the pass@1 difference and speedup ratio of the
     GRPO policy over its SFT start with their `level` intervals. `beats_pass` / `beats_speed` are
     True only when the whole interval lies above 0 / 1, False when it lies below, None otherwise."""
@@ -232,12 +232,15 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
         # A resumed run may have changed its judging settings (settings.json `calls`): the fresh
         # steps of its latest call show what the current settings reach.
         st = Path(data_dir, name, "settings.json")
-        calls = json.loads(st.read_text()).get("calls", []) if st.is_file() else []
+        settings = json.loads(st.read_text()) if st.is_file() else {}
+        calls = settings.get("calls", [])
         since = int(calls[-1]["first_step"]) if calls else 1
         latest = fresh[fresh["step"] >= since]
-        base.update({"latest_call_from_step": since, "fresh_steps_latest": len(latest),
+        turns = settings.get("turns")
+        base.update({"turns": turns, "latest_call_from_step": since, "fresh_steps_latest": len(latest),
                      "fresh_step_s_latest": float(latest["t_step"].median()) if len(latest) else math.nan})
-        base["fresh_step_within_target"] = (None if math.isnan(base["fresh_step_s_latest"])
+        # The 30 s target is for a one-turn step; a multi-turn step generates and judges T times.
+        base["fresh_step_within_target"] = (None if math.isnan(base["fresh_step_s_latest"]) or turns not in (1, None)
                                             else bool(base["fresh_step_s_latest"] <= STEP_TARGET_S))
         evals = sorted(Path(data_dir, name).glob("eval*_samples.parquet"))
         if not evals:

@@ -126,7 +126,7 @@ def test_targets_table_reads_fresh_steps_of_the_latest_call_and_the_evaluations(
                           "t_step": [40, 42, 20, 44, 28, 26, 15, 29, 18, 5]})
     run = tmp_path / "r1"
     run.mkdir()
-    (run / "settings.json").write_text(json.dumps({"calls": [{"first_step": 1, "changed": {}},
+    (run / "settings.json").write_text(json.dumps({"turns": 1, "calls": [{"first_step": 1, "changed": {}},
                                                              {"first_step": 5, "changed": {"keep_runners": [0, 64]}}]}))
     rows = []
     for t in range(30):  # GRPO always 2x faster and as often correct
@@ -144,6 +144,11 @@ def test_targets_table_reads_fresh_steps_of_the_latest_call_and_the_evaluations(
     assert bool(r1["r_ver_rising"]) and r1["attempts_per_step"] == 128
     assert r1["eval"] == "eval_infamily" and bool(r1["beats_speed"]) and pd.isna(r1["beats_pass"])
     assert r1["speedup_ratio"] == pytest.approx(2.0) and r1["pass_diff"] == 0
+    multi = tmp_path / "r3"
+    multi.mkdir()
+    (multi / "settings.json").write_text(json.dumps({"turns": 3}))
+    r3 = runlog.targets_table({"r3": steps}, data_dir=tmp_path).iloc[0]
+    assert r3["turns"] == 3 and r3["fresh_step_within_target"] is None  # the target is for one turn
     r2 = t[t.run == "r2"].iloc[0]  # no store hits logged, no settings, no evaluation
     assert r2["fresh_steps"] == 0 and pd.isna(r2["fresh_step_within_target"]) and pd.isna(r2.get("eval"))
 
