@@ -202,14 +202,15 @@ STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) w
 
 
 def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", level: float = 0.9) -> Any:
-    """One row per (run, held-out evaluation) -- one row with empty evaluation columns for a run
-    without any: the median step time over fresh steps (no result-store hit, and some attempt
-    correct; NaN when the run did not log hits or had none), over the fresh steps of its latest call (settings.json `calls`:
-    a resumed run may have changed how it judges; this is the one set against `STEP_TARGET_S`, for
-    one-turn runs only) and over all steps; R_ver's trend
-    verdict (`reward_trend`); and from `paired_eval` the pass@1 difference and speedup ratio of the
-    GRPO policy over its SFT start with their `level` intervals. `beats_pass` / `beats_speed` are
-    True only when the whole interval lies above 0 / 1, False when it lies below, None otherwise."""
+    """One row per (run, held-out evaluation); a run without any evaluation gets one row with the
+    evaluation columns empty. Per run: the median step time over fresh steps (no result-store hit
+    and some attempt correct; NaN when the run logged no hits or had no such step), over the fresh
+    steps of its latest call (settings.json `calls`: a resumed run may have changed how it judges;
+    this one is set against `STEP_TARGET_S`, for one-turn runs only) and over all steps; R_ver's
+    trend verdict (`reward_trend`). Per evaluation, from `paired_eval`: the pass@1 difference and
+    the speedup ratio of the GRPO policy over its SFT start with their `level` intervals.
+    `beats_pass` / `beats_speed` are True only when the whole interval lies above 0 / 1, False when
+    it lies below, None otherwise."""
     import pandas as pd
 
     def verdict(lo: float, hi: float, line: float) -> bool | None:
