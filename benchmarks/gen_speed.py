@@ -19,7 +19,8 @@ For each configuration CACHE:PAD[:keep] (e.g. dynamic:0 dynamic:0:keep static:25
 batches of `--tasks` x `--n` from different tasks of `--split` (so prompt lengths differ, as they do
 from step to step) and prints one JSON line per batch: seconds, longest and mean completion in
 tokens, tokens generated per second, and the padded prompt width; then a summary line per
-configuration (first batch, which holds any compilation, and the mean of the others). Same seed
+configuration (first batch, which holds any compilation, and the mean of the others), or an
+error line for a configuration that failed (the others still run). Same seed
 for every configuration, but sampling on different kernels need not give the same tokens: compare
 tokens per second, not seconds alone.
 
@@ -136,12 +137,19 @@ def main(argv=None) -> None:
               "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}]
     print(json.dumps(lines[0]), flush=True)
     for cache, pad, release in a.configs:
+        name = f"{cache}:{pad}" + ("" if release else ":keep")
         rows = []
-        for b in range(a.batches):
-            row = {"config": f"{cache}:{pad}" + ("" if release else ":keep"), "batch": b,
-                   **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, release, a)}
-            rows.append(row)
-            print(json.dumps(row), flush=True)
+        try:
+            for b in range(a.batches):
+                row = {"config": name, "batch": b,
+                       **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, release, a)}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+        except Exception as e:  # noqa: BLE001 -- e.g. the compiled decoding step fails: say so, go on
+            err = {"config": name, "error": f"{type(e).__name__}: {str(e)[:500]}", "batches_done": len(rows)}
+            lines += rows + [err]
+            print(json.dumps(err), flush=True)
+            continue
         lines += rows + [summarise(rows)]
         print(json.dumps(lines[-1]), flush=True)
     if a.out:

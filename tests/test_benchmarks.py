@@ -47,3 +47,29 @@ def test_gen_speed_configs_and_summary():
     s = gen_speed.summarise(rows)  # the first batch (compilation) is kept apart from the steady state
     assert (s["first_s"], s["later_mean_s"], s["later_tokens_per_s"], s["later_max_new"]) == (30.0, 2.0, 200.0, 90)
     assert gen_speed.summarise(rows[:1])["later_mean_s"] is None
+
+
+def test_gen_speed_goes_on_after_a_configuration_fails(tmp_path, monkeypatch):
+    """A configuration that raises (say the compiled decoding step fails on the GPU at hand) gets an
+    error line; the configurations after it still run and are summarised."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen_speed
+
+    def fake(model, tok, tasks, n, cache, pad, release, a):
+        if cache == "static":
+            raise RuntimeError("simulated compile failure")
+        return {"seconds": 1.0, "released_gb": 0.0, "sequences": len(tasks) * n, "tokens": 10, "max_new": 5,
+                "mean_new": 5.0, "prompt_width": 8, "tokens_per_s": 10.0}
+
+    monkeypatch.setattr(gen_speed, "run_batch", fake)
+    out = tmp_path / "g.jsonl"
+    gen_speed.main(["--configs", "dynamic:0", "static:64", "dynamic:0:keep", "--batches", "2", "--tasks", "2",
+                    "--n", "1", "--out", str(out)])
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert lines[0]["batch"] == 2 and "alloc_conf" in lines[0]
+    errors = [x for x in lines if "error" in x]
+    assert len(errors) == 1 and errors[0]["config"] == "static:64" and "simulated" in errors[0]["error"]
+    summaries = [x for x in lines if "later_mean_s" in x]
+    assert [x["config"] for x in summaries] == ["dynamic:0", "dynamic:0:keep"]
