@@ -394,29 +394,28 @@ class Harness:
         res.failures.append({"stage": "load", "reason": rep})
 
     def compile_ahead(self, task: Task, source: str) -> bool:
-        """Build `source` into the compile cache now, in the sandbox and exactly as `_front` will
-        (arch, flags, time limit, cache), so that judging finds the build; nothing is run.
-        False where judging would not compile it (empty, oversize, a ModelNew source) or nvcc
-        failed (the failure is cached too). Used by `cudaperf.compileahead` while a batch is
-        still generating; the result store is not consulted (its hit counts are the step log's)."""
-        if not isinstance(source, str) or not source.strip():
+        """Build `source` into the compile cache now, through the same `_rejection` and `_build`
+        as `_front`, so that judging finds the build; nothing is run. False where judging would not
+        compile it (rejected, a ModelNew source) or nvcc failed (the failure is cached too). Used by
+        `cudaperf.compileahead` while a batch is still generating; the result store is not
+        consulted (its hit counts are the step log's)."""
+        if _rejection(source) is not None or torchpath.is_modelnew(task, source):
             return False
-        if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES or torchpath.is_modelnew(task, source):
-            return False
-        cr = compile_candidate(source, arch=self.arch, flags=tuple(self.cfg.nvcc_flags),
-                               timeout_s=self.cfg.compile_timeout_s, cache_dir=str(self.cache_dir))
-        return bool(cr.ok)
+        return bool(self._build(source).ok)
+
+    def _build(self, source: str):
+        """nvcc on `source` with this harness's arch, flags, time limit and compile cache."""
+        return compile_candidate(source, arch=self.arch, flags=tuple(self.cfg.nvcc_flags),
+                                 timeout_s=self.cfg.compile_timeout_s, cache_dir=str(self.cache_dir))
 
     def _front(self, task: Task, source: str, res: EvalResult) -> tuple[EvalResult, str | None, str | None]:
         """Everything before the GPU: input checks, the result store, static scan, compile.
         Returns (record, store key, shared library); the library is None when the record is
         already final (stored hit, rejected input, compile error, no GPU, ModelNew path)."""
         res.versions = self.versions()
-        if not isinstance(source, str) or not source.strip():
-            res.message = "empty candidate"
-            return res, None, None
-        if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
-            res.message = f"candidate larger than {MAX_SOURCE_BYTES} bytes"
+        rejected = _rejection(source)
+        if rejected is not None:
+            res.message = rejected
             return res, None, None
         key = make_key(task_fingerprint(task), source, self.settings_key())
         if self.store is not None:
@@ -433,8 +432,7 @@ class Harness:
             res.flags.append("hack:disallowed_host_code")
         t = time.perf_counter()
         with self._compile_sem if hasattr(self, "_compile_sem") else contextlib.nullcontext():
-            cr = compile_candidate(source, arch=self.arch, flags=tuple(self.cfg.nvcc_flags),
-                                   timeout_s=self.cfg.compile_timeout_s, cache_dir=str(self.cache_dir))
+            cr = self._build(source)
         res.timings["compile"] = round(time.perf_counter() - t, 4)
         res.compiled = bool(cr.ok)
         res.compile_log = cr.log
@@ -979,6 +977,15 @@ def _spread(first: Sequence[int], uniq: Sequence[int], done: Sequence[EvalResult
             res.timings["batch_repeat"] = 1.0
         out.append(res)
     return out
+
+
+def _rejection(source: Any) -> str | None:
+    """Why a candidate is refused before anything is done with it (its record's message), or None."""
+    if not isinstance(source, str) or not source.strip():
+        return "empty candidate"
+    if len(source.encode("utf-8", "replace")) > MAX_SOURCE_BYTES:
+        return f"candidate larger than {MAX_SOURCE_BYTES} bytes"
+    return None
 
 
 def internal_error(res: EvalResult, e: BaseException) -> None:
