@@ -82,7 +82,7 @@ def run_batch(model, tok, tasks, n: int, cache: str, pad: int, release: bool, a)
              for t in tasks]
     side, tok.padding_side = tok.padding_side, "left"
     try:
-        width = policy.encode_prompts(tok, [x for x in texts for _ in range(n)], "cpu", pad)["input_ids"].shape[1]
+        width = policy.encode_prompts(tok, texts, "cpu", pad)["input_ids"].shape[1]  # n copies pad the same
     finally:
         tok.padding_side = side
     sync = torch.cuda.synchronize if torch.cuda.is_available() else (lambda: None)
@@ -93,8 +93,8 @@ def run_batch(model, tok, tasks, n: int, cache: str, pad: int, release: bool, a)
     sync()
     secs = time.perf_counter() - t0
     lens = [len(tok(c, add_special_tokens=False)["input_ids"]) for row in out for c in row]
-    return {"seconds": round(secs, 2), "released_gb": round(released, 2), "sequences": len(lens), "tokens": sum(lens), "max_new": max(lens),
-            "mean_new": round(sum(lens) / len(lens), 1), "prompt_width": int(width),
+    return {"seconds": round(secs, 2), "released_gb": round(released, 2), "sequences": len(lens),
+            "tokens": sum(lens), "max_new": max(lens), "mean_new": round(sum(lens) / len(lens), 1), "prompt_width": int(width),
             "tokens_per_s": round(sum(lens) / secs, 1)}
 
 

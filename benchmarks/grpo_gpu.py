@@ -168,9 +168,7 @@ def evaluate(args) -> None:
         tok = AutoTokenizer.from_pretrained(str(start))
         model = _sampling_model(path, dev)
         t0 = time.perf_counter()
-        samples[name] = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
-                                      max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch,
-                                      seed=args.seed, cache=args.gen_cache, pad_multiple=args.gen_pad_multiple)
+        samples[name] = _draw(model, tok, tasks, args)
         _log(f"{name}: sampled {args.n} x {len(tasks)} in {time.perf_counter() - t0:.0f}s")
         del model
         if dev == "cuda":
@@ -225,6 +223,15 @@ def _sampling_model(path: Path, dev: str):
     return AutoModelForCausalLM.from_pretrained(str(path), dtype=dtype).to(dev)
 
 
+def _draw(model, tok, tasks, args) -> list[list[str]]:
+    """`policy.sample` with the sampling options `eval` and `sample` share."""
+    from cudaperf import policy
+
+    return policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
+                         max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed,
+                         cache=args.gen_cache, pad_multiple=args.gen_pad_multiple)
+
+
 def _sample_settings(args, model: str) -> dict:
     return {"model": model, "split": args.split, "n": args.n, "temperature": args.temperature,
             "max_new_tokens": args.max_new_tokens, "seed": args.seed}
@@ -247,9 +254,7 @@ def sample_policy(args) -> None:
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = _sampling_model(model_dir, dev)
     t0 = time.perf_counter()
-    rows = policy.sample(model, tok, tasks, n=args.n, temperature=args.temperature,
-                         max_new_tokens=args.max_new_tokens, batch_size=args.sample_batch, seed=args.seed,
-                         cache=args.gen_cache, pad_multiple=args.gen_pad_multiple)
+    rows = _draw(model, tok, tasks, args)
     secs = time.perf_counter() - t0
     device = torch.cuda.get_device_name(0) if dev == "cuda" else f"cpu ({os.cpu_count()} cores)"
     out = policy.save_samples(ROOT / args.out, tasks, rows, _sample_settings(args, rel),

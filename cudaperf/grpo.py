@@ -615,13 +615,10 @@ def settings_record(prev: dict | None, current: dict, first_step: int) -> dict:
     plus `calls`, one entry per call, {"first_step": N, "changed": {key: [before, after]}} for what
     differed from the call before (a run resumed with more runner slots in session 24 recorded
     only its last call's values, so steps 1-13 seemed to have used them)."""
-    calls = list(prev.get("calls", [{"first_step": 1, "changed": {}}])) if prev else []
     if prev is None or first_step <= 1:
-        calls = [{"first_step": first_step, "changed": {}}]
-    else:
-        changed = {k: [prev.get(k), v] for k, v in current.items()
-                   if k not in NOT_SETTINGS and prev.get(k) != v}
-        calls.append({"first_step": first_step, "changed": changed})
+        return {**current, "calls": [{"first_step": first_step, "changed": {}}]}
+    changed = {k: [prev.get(k), v] for k, v in current.items() if k not in NOT_SETTINGS and prev.get(k) != v}
+    calls = [*prev.get("calls", [{"first_step": 1, "changed": {}}]), {"first_step": first_step, "changed": changed}]
     return {**current, "calls": calls}
 
 
@@ -656,11 +653,11 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     dist.wait_for_everyone()  # no rank may start writing out_dir before it is cleared
     log_path = run_dir / "steps.parquet"
     rows: list[dict] = []
+    step_ck = int(ck.name.split("-")[-1]) if ck is not None else 0  # the step resumed after
     if ck is not None:
         saved = ck / "steps.parquet"
         src = saved if saved.is_file() else log_path
         if src.is_file():
-            step_ck = int(ck.name.split("-")[-1])
             df = pd.read_parquet(src)
             rows = df[df["step"] <= step_ck].to_dict(orient="records")
     if structural is None and s.ranker_path:
@@ -681,10 +678,10 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     trainer.add_callback(logger_cb)
     settings_path = run_dir / "settings.json"
     prev = json.loads(settings_path.read_text()) if ck is not None and settings_path.is_file() else None
+    # Through JSON and back, so that values compare with the previous call's as read from the file.
     current = json.loads(json.dumps({"profile": profile_name, "start_policy": src, "tasks": len(tasks),
                                      **{k: v for k, v in s.__dict__.items()}}, default=str))
-    first = int(ck.name.split("-")[-1]) + 1 if ck is not None else 1
-    settings_path.write_text(json.dumps(settings_record(prev, current, first), indent=1))
+    settings_path.write_text(json.dumps(settings_record(prev, current, step_ck + 1), indent=1))
     # Evidence that the update moved the policy (weight decay is 0, so only gradients can).
     params = {n: p for n, p in trainer.model.named_parameters() if p.requires_grad}
     small = sum(p.numel() for p in params.values()) <= 50_000_000

@@ -49,9 +49,8 @@ def reward_components(res: EvalResult, cfg: RewardConfig) -> dict[str, float]:
         # earn more than a wrong answer.
         out["r_corr"] = -cfg.alpha_wrong
     elif res.pass_rate < 1.0 or not res.correct:
-        p = res.pass_rate if res.pass_rate is not None else 0.0
         # A candidate that passed every configuration but failed the recheck is still wrong.
-        p = min(p, 1.0 - 1.0 / 1024) if not res.correct else p
+        p = min(res.pass_rate, 1.0 - 1.0 / 1024) if not res.correct else res.pass_rate
         out["r_corr"] = -cfg.alpha_wrong * (1.0 - p)
     else:
         if res.rewardable_speed and res.speedup and res.speedup > 0:

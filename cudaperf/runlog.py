@@ -130,20 +130,22 @@ def paired_eval(samples: Any, a: str = "sft_start", b: str = "grpo", *, level: f
     s["logsp"] = [np.log(q) if (q := metrics.qualifying_speedup(r)) is not None else np.nan for r in rows]
     g = s.groupby(["task_id", "policy"]).agg(p=("correct", "mean"), ls=("logsp", "mean")).unstack("policy")
     both = g["ls"].dropna()
-    higher, lower = int((g["p"][b] > g["p"][a]).sum()), int((g["p"][b] < g["p"][a]).sum())
-    pass_lo, pass_hi = _paired_interval((g["p"][b] - g["p"][a]).dropna().to_numpy(), level, boot, seed)
-    log_lo, log_hi = _paired_interval((both[b] - both[a]).to_numpy(), level, boot, seed)
+    dp = (g["p"][b] - g["p"][a]).dropna()  # per-task pass-rate difference
+    dl = both[b] - both[a]  # per-task log speedup ratio, where both are timed
+    higher, lower = int((dp > 0).sum()), int((dp < 0).sum())
+    pass_lo, pass_hi = _paired_interval(dp.to_numpy(), level, boot, seed)
+    log_lo, log_hi = _paired_interval(dl.to_numpy(), level, boot, seed)
     return {"tasks": int(len(g)), "b_pass_higher": higher, "b_pass_lower": lower,
-            "pass_equal": int((g["p"][b] == g["p"][a]).sum()),
+            "pass_equal": int((dp == 0).sum()),
             "pass@1_a": float(s[s.policy == a]["correct"].mean()), "pass@1_b": float(s[s.policy == b]["correct"].mean()),
             # b - a in per-task pass rate, with a bootstrap interval over tasks, and the two-sided sign
             # test of higher against lower: is a pass@1 gap more than the task draw?
-            "pass_diff": float((g["p"][b] - g["p"][a]).mean()), "pass_diff_lo": pass_lo, "pass_diff_hi": pass_hi,
+            "pass_diff": float(dp.mean()), "pass_diff_lo": pass_lo, "pass_diff_hi": pass_hi,
             "pass_sign_p": sign_test_p(higher, lower),
             "tasks_both_timed": int(len(both)),
-            "speedup_ratio_b_over_a": float(np.exp((both[b] - both[a]).mean())) if len(both) else float("nan"),
+            "speedup_ratio_b_over_a": float(np.exp(dl.mean())) if len(dl) else float("nan"),
             "speedup_ratio_lo": float(np.exp(log_lo)), "speedup_ratio_hi": float(np.exp(log_hi)),
-            "b_faster_on": int((both[b] > both[a]).sum())}
+            "b_faster_on": int((dl > 0).sum())}
 
 
 def _paired_interval(diffs: Any, level: float, boot: int, seed: int) -> tuple[float, float]:
