@@ -72,20 +72,18 @@ fi
 # GEN_SPEED="dynamic:0 dynamic:0:keep static:0 static:256": first time the start policy's generation of a GRPO step's
 # batch (16 x 8) per KV-cache configuration (benchmarks/gen_speed.py; GEN_SPEED_S limit, default 240),
 # to choose `train --gen-cache/--gen-pad-multiple` (generation was 11-18 s of a 32 s step in session 24).
+# GEN_SPEED_ALLOC="expandable_segments:True": the same again with that PyTorch allocator setting (it
+# grows segments in place instead of a cudaMalloc per larger block: the growing dynamic KV cache);
+# a training call takes it the same way, PYTORCH_CUDA_ALLOC_CONF=... bash benchmarks/gpu_grpo.sh.
+gen_speed() {  # gen_speed TAG [VAR=value ...]: one benchmark run, its environment extended by the VARs
+  local tag=$1; shift
+  env "$@" timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py --model "$START" --configs $GEN_SPEED \
+    --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed$tag.jsonl" > "$OUT/gen_speed$tag.log" 2>&1
+  echo "== gen speed$tag $* rc=$?"; grep '"config"' "$OUT/gen_speed$tag.log" | grep later_mean_s | cut -c1-300
+}
 if [ -n "${GEN_SPEED:-}" ]; then
-  timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py --model "$START" --configs $GEN_SPEED \
-    --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed.jsonl" > "$OUT/gen_speed.log" 2>&1
-  echo "== gen speed rc=$?"; grep '"config"' "$OUT/gen_speed.log" | grep later_mean_s | cut -c1-300
-  # GEN_SPEED_ALLOC="expandable_segments:True": the same again with that PyTorch allocator setting (it
-  # grows segments in place instead of a cudaMalloc per larger block: the growing dynamic KV cache);
-  # a training call takes it the same way, PYTORCH_CUDA_ALLOC_CONF=... bash benchmarks/gpu_grpo.sh.
-  if [ -n "${GEN_SPEED_ALLOC:-}" ]; then
-    PYTORCH_CUDA_ALLOC_CONF="$GEN_SPEED_ALLOC" timeout -s INT "${GEN_SPEED_S:-240}" python3 benchmarks/gen_speed.py \
-      --model "$START" --configs $GEN_SPEED --batches "${GEN_SPEED_BATCHES:-3}" --out "$OUT/gen_speed_alloc.jsonl" \
-      > "$OUT/gen_speed_alloc.log" 2>&1
-    echo "== gen speed with PYTORCH_CUDA_ALLOC_CONF=$GEN_SPEED_ALLOC rc=$?"
-    grep '"config"' "$OUT/gen_speed_alloc.log" | grep later_mean_s | cut -c1-300
-  fi
+  gen_speed ""
+  [ -n "${GEN_SPEED_ALLOC:-}" ] && gen_speed _alloc PYTORCH_CUDA_ALLOC_CONF="$GEN_SPEED_ALLOC"
 fi
 if [ -n "${PROBE_TEMPS:-}" ]; then  # e.g. "0.2 0.5": compile rate of the start per split
   for split in ${PROBE_SPLITS:-seen}; do
