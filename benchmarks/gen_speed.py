@@ -119,7 +119,7 @@ def main(argv=None) -> None:
     ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"],
                     help="weights during generation (GRPO generates with its float32 training copy)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default="", help="also write every line to this JSONL file")
+    ap.add_argument("--out", default="", help="also write every line to this JSONL file, as it is printed")
     a = ap.parse_args(argv)
     if not policy.has_weights(a.model):
         sys.exit(f"{a.model}: no saved policy weights there")
@@ -131,29 +131,42 @@ def main(argv=None) -> None:
     pool = policy.evaluation_tasks(verified_tasks(), a.split, a.tasks * a.batches, a.seed)
     if len(pool) < a.tasks * a.batches:
         sys.exit(f"split {a.split} has {len(pool)} tasks, fewer than {a.tasks} x {a.batches}")
-    lines = [{"model": a.model, "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
+    header = {"model": a.model, "device": torch.cuda.get_device_name() if dev == "cuda" else "cpu",
               "torch": torch.__version__, "dtype": a.dtype, "batch": a.tasks * a.n,
               "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
-              "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}]
-    print(json.dumps(lines[0]), flush=True)
+              "max_new_tokens": a.max_new_tokens, "temperature": a.temperature}
+    out = Path(a.out) if a.out else None
+    if out:
+        out.write_text("")
+
+    def emit(row: dict) -> None:
+        # Each row reaches --out as soon as it exists: session 25's run was cut by its limit inside a
+        # configuration, and a file written only at the end held nothing.
+        print(json.dumps(row), flush=True)
+        if out:
+            with out.open("a") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+    emit(header)
     for cache, pad, release in a.configs:
         name = f"{cache}:{pad}" + ("" if release else ":keep")
-        rows = []
+        rows: list[dict] = []
+        t_batch = time.perf_counter()
         try:
             for b in range(a.batches):
+                t_batch = time.perf_counter()
                 row = {"config": name, "batch": b,
                        **run_batch(model, tok, pool[b * a.tasks:(b + 1) * a.tasks], a.n, cache, pad, release, a)}
                 rows.append(row)
-                print(json.dumps(row), flush=True)
+                emit(row)
+        except KeyboardInterrupt:  # the caller's time limit (timeout -s INT): say where it fell, stop
+            emit({"config": name, "error": "interrupted", "batches_done": len(rows),
+                  "seconds_in_batch": round(time.perf_counter() - t_batch, 1)})
+            sys.exit(130)
         except Exception as e:  # noqa: BLE001 -- e.g. the compiled decoding step fails: say so, go on
-            err = {"config": name, "error": f"{type(e).__name__}: {str(e)[:500]}", "batches_done": len(rows)}
-            lines += rows + [err]
-            print(json.dumps(err), flush=True)
+            emit({"config": name, "error": f"{type(e).__name__}: {str(e)[:500]}", "batches_done": len(rows)})
             continue
-        lines += rows + [summarise(rows)]
-        print(json.dumps(lines[-1]), flush=True)
-    if a.out:
-        Path(a.out).write_text("".join(json.dumps(x) + "\n" for x in lines))
+        emit(summarise(rows))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 # reduced size. Everything lands under $OUT. Needs the tree-sitter wheels in .whl/ (README).
 #   PARTS / HARNESS_S / TORCH_S / ADV_S / TT_S: test parts and limits (below); ADV_K: the adversarial
 #   suite's runner kinds (pytest -k: own_runner, shared_runner, kept_runner); BENCH_S: the bench's
-#   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes; BENCH_WORKERS: runner threads
+#   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes (NL below the machine's core count leaves
+#   load_inline's process pool partly idle, and the bench then gives no speed ratio); BENCH_WORKERS: runner threads
 #   per GPU, several values ("12 24") for one cold-cache throughput run each; BENCH_RUNNERS: "own",
 #   "shared" or "own shared" (HarnessConfig.share_runner); BENCH_SKIP: parts of the bench to skip
 #   ("load_inline repeat").
@@ -48,6 +49,6 @@ done
 cat "$OUT"/gpu_tests_${SLUG}_*_full.log | grep -E "^(PASSED|FAILED|ERROR|SKIPPED)|passed|failed" > "$OUT/gpu_tests_$SLUG.log"
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 timeout ${BENCH_S:-150} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-120} \
-  --n-load-inline ${NL:-6} --n-repeat ${NR:-72} --workers-per-gpu ${BENCH_WORKERS:-12} --runners ${BENCH_RUNNERS:-own} \
+  --n-load-inline ${NL:-16} --n-repeat ${NR:-72} --workers-per-gpu ${BENCH_WORKERS:-12} --runners ${BENCH_RUNNERS:-own} \
   ${BENCH_SKIP:+--skip $BENCH_SKIP} --out "$OUT" 2>&1 | grep -v "it/s\]" | grep -v "cand/s\]" | tail -14
 ls -la "$OUT"

@@ -73,3 +73,46 @@ def test_gen_speed_goes_on_after_a_configuration_fails(tmp_path, monkeypatch):
     assert len(errors) == 1 and errors[0]["config"] == "static:64" and "simulated" in errors[0]["error"]
     summaries = [x for x in lines if "later_mean_s" in x]
     assert [x["config"] for x in summaries] == ["dynamic:0", "dynamic:0:keep"]
+
+
+def test_gen_speed_keeps_its_rows_when_the_time_limit_interrupts_it(tmp_path, monkeypatch):
+    """The caller's limit (SIGINT) inside a configuration: the rows so far are already in --out, and an
+    'interrupted' row says which configuration it fell in and how long that batch had run (session 25
+    lost a whole run's rows, written only at the end, to such a cut)."""
+    import json
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen_speed
+
+    def fake(model, tok, tasks, n, cache, pad, release, a):
+        if cache == "static":
+            raise KeyboardInterrupt
+        return {"seconds": 1.0, "released_gb": 0.0, "sequences": len(tasks) * n, "tokens": 10, "max_new": 5,
+                "mean_new": 5.0, "prompt_width": 8, "tokens_per_s": 10.0}
+
+    monkeypatch.setattr(gen_speed, "run_batch", fake)
+    out = tmp_path / "g.jsonl"
+    with pytest.raises(SystemExit) as ex:
+        gen_speed.main(["--configs", "dynamic:0", "static:64", "dynamic:0:keep", "--batches", "2", "--tasks", "2",
+                        "--n", "1", "--out", str(out)])
+    assert ex.value.code == 130
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [x.get("config") for x in lines[1:]] == ["dynamic:0"] * 3 + ["static:64"]
+    assert lines[-1]["error"] == "interrupted" and lines[-1]["batches_done"] == 0
+    assert "seconds_in_batch" in lines[-1]
+
+
+def test_bench_speed_ratio_only_from_a_full_load_inline_pool():
+    """The '10x load_inline' figure compares throughputs: with fewer load_inline candidates than its
+    parallel processes (session 25: 4 in a pool of 16, printed as 32x) or with failed builds there is
+    no ratio, and the reason is given instead."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_harness
+
+    thr = {"per_minute": 200.0}
+    full = {"candidates": 16, "parallel_processes": 16, "built_ok": 16, "per_minute": 20.0}
+    assert bench_harness.speed_ratio(thr, full) == (10.0, None)
+    ratio, why = bench_harness.speed_ratio(thr, {**full, "candidates": 4, "built_ok": 4})
+    assert ratio is None and "not full" in why
+    ratio, why = bench_harness.speed_ratio(thr, {**full, "built_ok": 15})
+    assert ratio is None and "1 of 16" in why
