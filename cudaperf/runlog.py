@@ -17,6 +17,9 @@ Guarantees:
   easier-to-speed-up tasks cannot look faster by its choice of tasks.
 * `judging_table` gives one row per run on how its rewards were judged (internal harness errors,
   GPU memory handed back, repeats, store hits, judging time); a column a run never logged is NaN.
+* `call_changes` lists where a resumed run changed its settings (settings.json `calls`), and
+  `plot_step_split` draws a run's step time by part with those changes marked and the 30 s target
+  drawn, so a drop in step time can be read against what changed.
 * `targets_table` sets each run against issue 9's targets: step time on fresh tasks (steps with no
   stored result) against 30 s, whether R_ver rose, and per held-out evaluation whether the GRPO
   policy beats its SFT start on pass@1 and speed beyond the task draw (`paired_eval`'s intervals).
@@ -196,8 +199,8 @@ def judging_table(runs: dict[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
 
-__all__ = ["JUDGING_COLUMNS", "judging_table", "load_runs", "paired_eval", "pool_epochs", "reward_trend",
-           "trend_table"]
+__all__ = ["JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "paired_eval",
+           "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 
 STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) within 30 s
@@ -259,3 +262,48 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
                          "speedup_ratio_hi": pe["speedup_ratio_hi"],
                          "beats_speed": verdict(pe["speedup_ratio_lo"], pe["speedup_ratio_hi"], 1.0)})
     return pd.DataFrame(rows)
+
+
+STEP_PARTS = ("t_generation", "t_compile", "t_execution", "t_update")  # a step's wall time by part
+
+
+def call_changes(settings: dict) -> list[tuple[int, str]]:
+    """[(first step, 'name old→new, ...')] for every call of a run after its first that changed a
+    setting (settings.json `calls`, written by `grpo.settings_record`; an option off before and after,
+    None -> 0, is no change); [] for a run of one call or one logged before calls were recorded."""
+    out = []
+    for call in settings.get("calls", [])[1:]:
+        # None -> 0 (or 0 -> None) is an option that stayed off: a settings file written before the
+        # option existed holds None for it
+        changed = {k: v for k, v in (call.get("changed") or {}).items() if v[0] or v[1]}
+        if changed:
+            text = ", ".join(f"{k} {old}→{new}" for k, (old, new) in sorted(changed.items()))
+            out.append((int(call["first_step"]), text))
+    return out
+
+
+def plot_step_split(ax: Any, df: Any, settings: dict | None = None, target: float | None = STEP_TARGET_S) -> list[str]:
+    """Stacked bars of each step's time by part (`STEP_PARTS` the log has), at x = step; a dashed
+    line at `target` seconds; a dotted line before each step where a later call changed settings
+    (`call_changes`), labelled with the change. Returns the labels drawn, in step order."""
+    parts = [c for c in STEP_PARTS if c in df.columns]
+    bottom = None
+    for col in parts:
+        vals = df[col].fillna(0.0).to_numpy()
+        ax.bar(df["step"], vals, bottom=bottom, width=0.8, label=col)
+        bottom = vals if bottom is None else bottom + vals
+    if target is not None:
+        ax.axhline(target, color="k", ls="--", lw=1, label=f"target {target:g} s")
+    labels = []
+    top = float(max(bottom.max() if bottom is not None else 0.0, target or 0.0))
+    changes = call_changes(settings or {})
+    if changes:  # headroom above the bars for the labels, so no bar hides them
+        ax.set_ylim(0, top * 1.6)
+    for first, text in changes:
+        ax.axvline(first - 0.5, color="grey", ls=":", lw=1.2)
+        ax.text(first - 0.4, top * 1.58, text.replace(", ", "\n"), va="top", ha="left", fontsize=6,
+                color="dimgrey", bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+        labels.append(text)
+    ax.set(xlabel="step", ylabel="s")
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    return labels

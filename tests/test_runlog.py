@@ -152,3 +152,31 @@ def test_targets_table_reads_fresh_steps_of_the_latest_call_and_the_evaluations(
     r2 = t[t.run == "r2"].iloc[0]  # no store hits logged, no settings, no evaluation
     assert r2["fresh_steps"] == 0 and pd.isna(r2["fresh_step_within_target"]) and pd.isna(r2.get("eval"))
 
+
+
+def test_call_changes_and_step_split_plot_mark_where_settings_changed():
+    """A resumed run's later calls that changed settings are marked on the step-time plot, labelled
+    with what changed; the first call and calls that changed nothing are not."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    settings = {"calls": [{"first_step": 1, "changed": {}},
+                          {"first_step": 4, "changed": {"keep_runners": [0, 64], "runners_per_gpu": [12, 16]}},
+                          {"first_step": 6, "changed": {}},
+                          {"first_step": 7, "changed": {"compile_ahead": [None, 8], "gen_pad_multiple": [None, 0]}}]}
+    assert runlog.call_changes(settings) == [(4, "keep_runners 0→64, runners_per_gpu 12→16"),
+                                             (7, "compile_ahead None→8")]
+    assert runlog.call_changes({}) == []
+    df = pd.DataFrame({"step": range(1, 9), "t_generation": [10.0] * 8, "t_compile": [5.0] * 6 + [0.2] * 2,
+                       "t_execution": [8.0] * 8})  # no t_update column: drawn without it
+    fig, ax = plt.subplots()
+    labels = runlog.plot_step_split(ax, df, settings)
+    assert labels == ["keep_runners 0→64, runners_per_gpu 12→16", "compile_ahead None→8"]
+    assert sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() == ":") == [3.5, 6.5]
+    heights = [p.get_height() for p in ax.patches]
+    assert len(heights) == 3 * 8 and heights[-1] == 8.0  # three parts stacked per step
+    assert any(line.get_ydata()[0] == runlog.STEP_TARGET_S for line in ax.lines if line.get_linestyle() == "--")
+    plt.close(fig)
