@@ -169,7 +169,7 @@ def load_inline_rate(tasks: list[Task], n: int, seed: int, procs: int) -> dict:
 def speed_ratio(throughput: dict, load_inline: dict) -> tuple[float | None, str | None]:
     """Harness candidates per minute over load_inline's, or (None, why) when load_inline's figure is
     not its throughput: with fewer candidates than parallel processes the pool sat partly idle
-    (session 25 built 4 in a pool of 16 and printed '32x', four times the fair figure), and a
+    (session 25 built 4 in a pool of 16 and printed '32x', up to four times too high), and a
     failed build is no candidate built."""
     n, procs = load_inline["candidates"], load_inline["parallel_processes"]
     if n < procs:

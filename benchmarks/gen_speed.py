@@ -151,7 +151,7 @@ def main(argv=None) -> None:
     for cache, pad, release in a.configs:
         name = f"{cache}:{pad}" + ("" if release else ":keep")
         rows: list[dict] = []
-        t_batch = time.perf_counter()
+        t_batch = time.perf_counter()  # bound even if the interrupt lands before the first batch starts
         try:
             for b in range(a.batches):
                 t_batch = time.perf_counter()
