@@ -210,8 +210,9 @@ def evaluate(args) -> None:
 def run_start(run: str, root: Path = ROOT) -> str:
     """The run's start_from as settings.json records it (a path relative to the repository); "" when
     the run has no settings.json or records none."""
-    settings = root / "data/grpo" / run / "settings.json"
-    return json.loads(settings.read_text()).get("start_from", "") if settings.is_file() else ""
+    from cudaperf import runlog
+
+    return runlog.load_settings(run, root / "data/grpo").get("start_from", "")
 
 
 def _sampling_model(path: Path, dev: str):

@@ -1,7 +1,8 @@
 """Reading GRPO step logs (data/grpo/<run>/steps.parquet) and judging whether a reward rose.
 
 Guarantees:
-* `load_runs` returns every run's step log under a directory, keyed by run name, in name order.
+* `load_runs` returns every run's step log under a directory, keyed by run name, in name order;
+  `load_settings` a run's settings.json ({} when it has none).
 * `reward_trend` answers "did the mean reward rise over the run?" with a number and its
   uncertainty, not a glance at a noisy curve. Each step trains on a fresh draw of tasks, so the
   per-step mean moves with the task mix as much as with the policy; the trend is therefore the
@@ -38,6 +39,12 @@ def load_runs(data_dir: str | Path = "data/grpo") -> dict[str, Any]:
     import pandas as pd
 
     return {f.parent.name: pd.read_parquet(f) for f in sorted(Path(data_dir).glob("*/steps.parquet"))}
+
+
+def load_settings(run: str, data_dir: str | Path = "data/grpo") -> dict[str, Any]:
+    """The run's settings.json (the settings of its latest call, and `calls`); {} when it has none."""
+    f = Path(data_dir, run, "settings.json")
+    return json.loads(f.read_text()) if f.is_file() else {}
 
 
 def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
@@ -199,7 +206,7 @@ def judging_table(runs: dict[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
 
-__all__ = ["JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "paired_eval",
+__all__ = ["JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "load_settings", "paired_eval",
            "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 
@@ -237,8 +244,7 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
                 "r_ver_slope": trend["slope"], "r_ver_rising": trend["rising"]}
         # A resumed run may have changed its judging settings (settings.json `calls`): the fresh
         # steps of its latest call show what the current settings reach.
-        st = Path(data_dir, name, "settings.json")
-        settings = json.loads(st.read_text()) if st.is_file() else {}
+        settings = load_settings(name, data_dir)
         calls = settings.get("calls", [])
         since = int(calls[-1]["first_step"]) if calls else 1
         latest = fresh[fresh["step"] >= since]

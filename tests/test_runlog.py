@@ -180,3 +180,10 @@ def test_call_changes_and_step_split_plot_mark_where_settings_changed():
     assert len(heights) == 3 * 8 and heights[-1] == 8.0  # three parts stacked per step
     assert any(line.get_ydata()[0] == runlog.STEP_TARGET_S for line in ax.lines if line.get_linestyle() == "--")
     plt.close(fig)
+
+
+def test_load_settings_reads_a_runs_settings_or_gives_an_empty_dict(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "settings.json").write_text('{"max_tasks": 128, "calls": []}')
+    assert runlog.load_settings("r", tmp_path) == {"max_tasks": 128, "calls": []}
+    assert runlog.load_settings("absent", tmp_path) == {}
