@@ -5,6 +5,7 @@ otherwise never see (an import, a renamed function, a bad argparse declaration) 
 device call does."""
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -49,9 +50,9 @@ def test_gen_speed_configs_and_summary():
     assert gen_speed.summarise(rows[:1])["later_mean_s"] is None
 
 
-def test_gen_speed_goes_on_after_a_configuration_fails(tmp_path, monkeypatch):
-    """A configuration that raises (say the compiled decoding step fails on the GPU at hand) gets an
-    error line; the configurations after it still run and are summarised."""
+def _gen_speed_with_static_raising(monkeypatch, out: Path, exc: BaseException) -> list[dict]:
+    """gen_speed.main over dynamic:0, static:64, dynamic:0:keep (2 batches of 2 tasks x 1) with a
+    fake batch that raises `exc` for the static cache; the rows written to `out` (also when main exits)."""
     import json
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -59,15 +60,23 @@ def test_gen_speed_goes_on_after_a_configuration_fails(tmp_path, monkeypatch):
 
     def fake(model, tok, tasks, n, cache, pad, release, a):
         if cache == "static":
-            raise RuntimeError("simulated compile failure")
+            raise exc
         return {"seconds": 1.0, "released_gb": 0.0, "sequences": len(tasks) * n, "tokens": 10, "max_new": 5,
                 "mean_new": 5.0, "prompt_width": 8, "tokens_per_s": 10.0}
 
     monkeypatch.setattr(gen_speed, "run_batch", fake)
-    out = tmp_path / "g.jsonl"
-    gen_speed.main(["--configs", "dynamic:0", "static:64", "dynamic:0:keep", "--batches", "2", "--tasks", "2",
-                    "--n", "1", "--out", str(out)])
-    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    try:
+        gen_speed.main(["--configs", "dynamic:0", "static:64", "dynamic:0:keep", "--batches", "2", "--tasks", "2",
+                        "--n", "1", "--out", str(out)])
+    finally:
+        lines = [json.loads(x) for x in out.read_text().splitlines()]
+    return lines
+
+
+def test_gen_speed_goes_on_after_a_configuration_fails(tmp_path, monkeypatch):
+    """A configuration that raises (say the compiled decoding step fails on the GPU at hand) gets an
+    error line; the configurations after it still run and are summarised."""
+    lines = _gen_speed_with_static_raising(monkeypatch, tmp_path / "g.jsonl", RuntimeError("simulated compile failure"))
     assert lines[0]["batch"] == 2 and "alloc_conf" in lines[0]
     errors = [x for x in lines if "error" in x]
     assert len(errors) == 1 and errors[0]["config"] == "static:64" and "simulated" in errors[0]["error"]
@@ -79,22 +88,9 @@ def test_gen_speed_keeps_its_rows_when_the_time_limit_interrupts_it(tmp_path, mo
     """The caller's limit (SIGINT) inside a configuration: the rows so far are already in --out, and an
     'interrupted' row says which configuration it fell in and how long that batch had run (session 25
     lost a whole run's rows, written only at the end, to such a cut)."""
-    import json
-
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    import gen_speed
-
-    def fake(model, tok, tasks, n, cache, pad, release, a):
-        if cache == "static":
-            raise KeyboardInterrupt
-        return {"seconds": 1.0, "released_gb": 0.0, "sequences": len(tasks) * n, "tokens": 10, "max_new": 5,
-                "mean_new": 5.0, "prompt_width": 8, "tokens_per_s": 10.0}
-
-    monkeypatch.setattr(gen_speed, "run_batch", fake)
     out = tmp_path / "g.jsonl"
     with pytest.raises(SystemExit) as ex:
-        gen_speed.main(["--configs", "dynamic:0", "static:64", "dynamic:0:keep", "--batches", "2", "--tasks", "2",
-                        "--n", "1", "--out", str(out)])
+        _gen_speed_with_static_raising(monkeypatch, out, KeyboardInterrupt())
     assert ex.value.code == 130
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x.get("config") for x in lines[1:]] == ["dynamic:0"] * 3 + ["static:64"]
