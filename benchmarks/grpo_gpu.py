@@ -90,6 +90,10 @@ def train(args) -> None:
         over["start_from"] = args.start
     if args.lr:
         over["learning_rate"] = args.lr
+    if args.scale_rewards:
+        over["scale_rewards"] = args.scale_rewards
+    if args.beta is not None:  # 0 is a setting (no reference model), so None means "the profile's"
+        over["beta"] = args.beta
     s = grpo.GRPOSettings.for_profile("mini", **over)
     if s.ablation != "ver_only" and not s.ranker_path:
         sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
@@ -345,6 +349,11 @@ def main(argv=None) -> None:
     t.add_argument("--compile-ahead", type=int, default=0,
                    help="threads compiling attempts that end while their batch still generates (0 = off)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
+    t.add_argument("--scale-rewards", default="", choices=["", "group", "batch", "none"],
+                   help="TRL scale_rewards ('' = profile: group). group divides each task's advantages by that "
+                        "group's std, so in a group where every attempt is correct, timing differences weigh as "
+                        "much as correct-against-wrong does elsewhere; batch uses one std for the whole step")
+    t.add_argument("--beta", type=float, default=None, help="KL coefficient against the start (profile: 0.02)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
                    "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")

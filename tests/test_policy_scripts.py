@@ -239,3 +239,28 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
             "--gen-pad-multiple", "256", "--compile-ahead", "8"])
     assert (seen["settings"].gen_cache, seen["settings"].gen_pad_multiple) == ("static", 256)
     assert seen["settings"].compile_ahead == 8
+
+
+def test_grpo_train_passes_scale_rewards_and_beta_to_the_settings(monkeypatch):
+    """`train --scale-rewards batch --beta 0`: both reach GRPOSettings (beta 0 is a setting, not
+    "the profile's"); left out, the profile's values stay."""
+    from cudaperf import grpo
+
+    g = _script("grpo_gpu")
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def fake_run(run, profile, *, tasks, settings, root, resume):
+        seen.append(settings)
+        raise Stop
+
+    monkeypatch.setattr(grpo, "run_grpo", fake_run)
+    monkeypatch.setattr(g, "_tasks", lambda: [])
+    for extra in (["--scale-rewards", "batch", "--beta", "0"], []):
+        with pytest.raises(Stop):
+            g.main(["train", "--ablation", "ver_only", "--ranker", "none", *extra])
+    profile = grpo.GRPOSettings.for_profile("mini")
+    assert (seen[0].scale_rewards, seen[0].beta) == ("batch", 0.0)
+    assert (seen[1].scale_rewards, seen[1].beta) == (profile.scale_rewards, profile.beta)
