@@ -27,9 +27,12 @@ KB=${KB_S:-0}
 LEFT=$(( END - SECONDS - KB ))
 # verify stops starting tasks at LEFT - 90 and kills what still runs at LEFT - 20, both counted
 # from its own start (a fresh machine's prebuilt install comes out of them), before this timeout
+# a missing archive (a new checkout has none) is not fatal: the device then compiles the variants itself
+PB=${PREBUILT-.prebuilt/torch2cuda.tar.gz}
+if [ -n "$PB" ] && [ ! -f "$PB" ]; then echo "== no archive $PB: the GPU machine compiles the variants"; PB=""; fi
 if [ "$LEFT" -ge 150 ]; then
   timeout -s INT "$LEFT" python3 -m cudaperf.torchtasks.verify --procs "${PROCS:-12}" \
-    --prebuilt "${PREBUILT:-.prebuilt/torch2cuda.tar.gz}" --skip-done data/measurements/torch2cuda_*.jsonl --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
+    --prebuilt "$PB" --skip-done data/measurements/torch2cuda_*.jsonl --max-seconds $(( LEFT - 90 )) --hard-seconds $(( LEFT - 20 )) \
     --out "$ROWS" > "$OUT/torch2cuda_verify.log" 2>&1
   echo "== verify"; grep -v "it/s\]\|warn" "$OUT/torch2cuda_verify.log" | tail -4 | cut -c1-300
 else
