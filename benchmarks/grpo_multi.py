@@ -11,7 +11,7 @@ to <out>/rank<r>/ so the ranks never write the same file; checkpoints go to runs
 
 On CPU (torchrun's environment; accelerate's own launcher starts only one CPU process without MPI;
 gloo backend) this runs the smoke profile's tiny model with compile-only rewards on the shortest dev
-tasks, with R_str from the synthetic ranker (as tests/test_grpo.py's smoke run); the same trainer
+task (saxpy, on every rank), with R_str from the synthetic ranker (as tests/test_grpo.py's smoke run); the same trainer
 code path is what runs on the GPUs with the mini profile. `--check` (rank 0, after the others wrote) exits 1 unless
 every rank reports a weight change > 0 and the same number of steps.
 """
@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="reward ablation; with compile-only rewards (CPU) R_ver alone can be the same for a "
                          "whole group, which gives GRPO no gradient")
     ap.add_argument("--ranker", default="", help="saved ranker for R_str (default: cudaperf.ranker.reward_model)")
+    ap.add_argument("--temperature", type=float, default=None, help="rollout temperature (default: the profile's)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--check", action="store_true", help="fail unless every rank's weights moved")
     a = ap.parse_args(argv)
@@ -58,18 +59,23 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     structural, tasks = None, verified_tasks()
     over = {"steps": a.steps, "ablation": a.ablation, "ranker_path": ranker, "time_budget_s": 0.0}
+    if a.temperature is not None:
+        over["temperature"] = a.temperature
     if a.profile == "smoke":
-        # As tests/test_grpo.py's smoke run: the shortest dev tasks (the warm start makes the tiny
-        # policy emit near-copies of real kernels) and R_str from the synthetic ranker with the
-        # gate 'always', so rewards differ within a group and the update has a gradient.
+        # As tests/test_grpo.py's smoke run: the shortest dev task, saxpy, on every rank (its warm
+        # start makes the tiny policy emit near-copies of real kernels) and R_str from the synthetic
+        # ranker with the gate 'always', so rewards differ within a group and the update has a
+        # gradient. Not one task per rank: warm-started on two tasks, the tiny policy wrote text
+        # without code for both, whose structural scores all tie (session 27: three steps without
+        # a gradient on this CPU, where session 25's CI had had reward spread).
         from cudaperf.config import get_profile
         from cudaperf.devtasks import dev_tasks
         from cudaperf.structural import StructuralReward
 
-        tasks = sorted(dev_tasks(), key=lambda t: sum(len(v.source) for v in t.variants))[:world]
+        tasks = sorted(dev_tasks(), key=lambda t: sum(len(v.source) for v in t.variants))[:1]
         structural = StructuralReward({t.task_id: t for t in tasks}, grpo.synthetic_ranker(),
                                       get_profile("smoke").reward)
-        over.update(tasks_per_step=1, max_tasks=world, ranker_path="")
+        over.update(tasks_per_step=1, max_tasks=1, ranker_path="")
     else:
         # every rank needs its own prompts each step: at least tasks_per_step x ranks tasks
         base = grpo.GRPOSettings.for_profile(a.profile)

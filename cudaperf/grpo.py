@@ -496,6 +496,21 @@ def warm_start(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings,
     return len(ex), tr.state.global_step, stop.loss
 
 
+def dataset_rows(tasks: Sequence[Task], tasks_per_step: int, world_size: int = 1) -> list[dict]:
+    """The trainer's dataset: one prompt row per task, repeated until one step's prompts fit.
+
+    A probe-filtered run may keep fewer tasks than a step takes, and a step takes tasks_per_step
+    prompts on every process: TRL's sampler drops an incomplete global batch, so a shorter
+    dataset would leave the processes nothing to train on."""
+    from cudaperf import prompts
+
+    rows = [{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks]
+    need = tasks_per_step * max(1, world_size)
+    while rows and len(rows) < need:
+        rows += rows[:need - len(rows)]
+    return rows
+
+
 def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, profile,
                   output_dir: str | Path, structural=None, harness=None, callbacks=()):
     """TRL GRPOTrainer wired to the multi-turn rollout and the R_ver / R_str returns."""
@@ -505,7 +520,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
-    from cudaperf import policy, prompts
+    from cudaperf import policy
     from cudaperf.harness import Harness
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
@@ -529,11 +544,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     if structural is not None:
         funcs.append(TurnReturn("str"))
         weights.append(w_str)
-    rows = [{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks]
-    # A probe-filtered run may keep fewer tasks than one step takes: repeat them to fill a step.
-    while rows and len(rows) < s.tasks_per_step:
-        rows += rows[:s.tasks_per_step - len(rows)]
-    data = Dataset.from_list(rows)
+    data = Dataset.from_list(dataset_rows(tasks, s.tasks_per_step, int(os.environ.get("WORLD_SIZE", "1"))))
     cuda = torch.cuda.is_available()
     args = GRPOConfig(
         output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,
@@ -697,6 +708,6 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
                       logger_cb.stopped_by_budget, secs, src, log, change)
 
 
-__all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "describe_settings",
+__all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
            "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo",
            "select_tasks", "settings_record", "step_row", "synthetic_ranker", "warm_start"]

@@ -336,6 +336,18 @@ def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
     assert few.train_dataset["task_id"] == [tasks[0].task_id] * 3
 
 
+def test_dataset_rows_fill_one_step_on_every_process(tiny):
+    _, _, tasks = tiny
+    ids = lambda rows: [r["task_id"] for r in rows]  # noqa: E731
+    a, b = tasks[0].task_id, tasks[1].task_id
+    # two processes taking one prompt each from one task: the task twice, not a dataset the
+    # sampler drops as an incomplete global batch
+    assert ids(grpo.dataset_rows(tasks[:1], 1, world_size=2)) == [a, a]
+    assert ids(grpo.dataset_rows(tasks[:2], 2, world_size=2)) == [a, b, a, b]
+    assert ids(grpo.dataset_rows(tasks[:2], 1, world_size=1)) == [a, b]  # enough already: unchanged
+    assert grpo.dataset_rows([], 4, world_size=2) == []
+
+
 def test_step_row_splits_the_step_time():
     from cudaperf.rollout import StepStats
 
@@ -357,11 +369,12 @@ def test_two_rank_grpo_updates_the_weights_on_every_rank(tmp_path):
     (gloo), each trains smoke steps; both report the same step count and a weight change > 0
     (the gradients were all-reduced, so both moved by the same amount).
 
-    A step whose groups all have equal rewards has no gradient (here step 1: every attempt fails to
-    compile and the structural scores tie); the run is seeded, and step 2 has reward spread on this
-    machine's CPU build of torch. Three steps leave a margin where sampling differs elsewhere. Skipped
-    from session 8 to 22 as failing; it passed again at session 23's start (commit 8e9750b) twice
-    with the same weight change, so it is back in the suite."""
+    A step whose groups all have equal rewards has no gradient. Until session 27 each rank had its
+    own dev task; warm-started on two tasks, the tiny policy often wrote text without code, whose
+    structural scores all tie, and whether some step had reward spread depended on the CPU's
+    sampling (skipped from session 8 to 22; failed again in session 26's CI). Both ranks now take
+    saxpy, the task of the single-process smoke run, whose warm start yields near-copies of
+    kernels with differing scores; three steps leave a margin."""
     import json
     import subprocess
     import sys
