@@ -66,8 +66,8 @@ def main(argv: list[str] | None = None) -> int:
         # start makes the tiny policy emit near-copies of real kernels) and R_str from the synthetic
         # ranker with the gate 'always', so rewards differ within a group and the update has a
         # gradient. Not one task per rank: warm-started on two tasks, the tiny policy wrote text
-        # without code for both, whose structural scores all tie (session 27: three steps without
-        # a gradient on this CPU, where session 25's CI had had reward spread).
+        # without code for both, whose structural scores all tie (three steps without a gradient in
+        # session 26's CI and again on session 27's machine; session 25's CI had had reward spread).
         from cudaperf.config import get_profile
         from cudaperf.devtasks import dev_tasks
         from cudaperf.structural import StructuralReward
