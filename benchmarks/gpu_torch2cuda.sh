@@ -11,7 +11,8 @@
 #   so the device's data/measurements/ file is replaced and the same tasks are measured again
 #   (session 14 measured 107 tasks twice that way; the pair became a repeatability check).
 #   KB_WORKERS / KB_CHUNK: the self-check's runner threads and problems per round; it resumes from the committed
-#   data/bench/kernelbench_selfcheck_<gpu>.jsonl (copy $OUT's file back there).
+#   data/bench/kernelbench_selfcheck_<gpu>.jsonl (copy $OUT's file back there) and skips the problems
+#   any other GPU's file there holds.
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
 END=$(( SECONDS + ${BUDGET_S:-520} ))
@@ -42,7 +43,8 @@ if [ "$KB" -gt 0 ] && [ -f .prebuilt/kernelbench_l1_l3.jsonl ]; then
   # resume from the committed rows: the self-check skips the problems already there
   cp "data/bench/kernelbench_selfcheck_$SLUG.jsonl" "$OUT/kernelbench_selfcheck_$SLUG.jsonl" 2>/dev/null || true
   timeout -s INT "$KB" python3 benchmarks/kernelbench_selfcheck.py --source .prebuilt/kernelbench_l1_l3.jsonl \
-    --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --max-seconds $(( KB - 40 )) \
+    --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --skip-done data/bench/kernelbench_selfcheck_*.jsonl \
+    --max-seconds $(( KB - 40 )) \
     --workers-per-gpu "${KB_WORKERS:-8}" --chunk "${KB_CHUNK:-4}" > "$OUT/kb_selfcheck.log" 2>&1
   echo "== KernelBench self-check"; grep -v "it/s\]" "$OUT/kb_selfcheck.log" | tail -12 | cut -c1-300
 fi

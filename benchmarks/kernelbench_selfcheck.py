@@ -9,7 +9,8 @@ through `Harness.evaluate_many` (the sandboxed torch worker):
     including those whose outputs are near zero (where a pure tolerance check is fooled).
 
 One JSON row per (problem, candidate) is appended to --out (rows already there are skipped,
-so a run resumes); the summary printed at the end covers the whole file.
+so a run resumes; so are those in the --skip-done files, e.g. another GPU's); the summary printed
+at the end covers --out and the --skip-done files together.
 
     python benchmarks/kernelbench_selfcheck.py --source ../shared/data/kernelbench/kernelbench_l1_l3.jsonl \\
         --levels 1 --out data/bench/kernelbench_selfcheck_<gpu>.jsonl --max-seconds 500
@@ -39,6 +40,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--source", required=True, help="KernelBench JSONL, checkout or hub dataset name")
     ap.add_argument("--levels", type=int, nargs="+", default=[1])
     ap.add_argument("--out", required=True)
+    ap.add_argument("--skip-done", nargs="*", default=[],
+                    help="more result files (e.g. another GPU's): their (problem, candidate) pairs are not run again")
     ap.add_argument("--limit", type=int, default=0, help="at most this many problems (0 = all)")
     ap.add_argument("--chunk", type=int, default=4, help="problems per prepare/evaluate round (a progress line each)")
     ap.add_argument("--max-seconds", type=float, default=None,
@@ -58,9 +61,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{report.converted} of {report.total} problems converted; not convertible: {report.reasons}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    done = set()
-    if out.exists():
-        done = {(r["task_id"], r["candidate"]) for r in map(json.loads, out.read_text().splitlines()) if r}
+    # the output file itself resumes the run; other files (another GPU's rows) are skipped too
+    others = [p for p in a.skip_done if Path(p).resolve() != out.resolve()]
+    done = {(r["task_id"], r["candidate"]) for r in kernelbench.selfcheck_rows([out, *others])}
     todo = [t for t in tasks if any((t.task_id, c) not in done for c in CANDIDATES)]
     if a.limit:
         todo = todo[: a.limit]
@@ -103,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{i + len(chunk)}/{len(todo)} problems, {time.monotonic() - start:.0f} s", flush=True)
     finally:
         h.close()
-    rows = [json.loads(x) for x in out.read_text().splitlines() if x]
+    rows = kernelbench.selfcheck_rows([out, *others])
     print(json.dumps(kernelbench.selfcheck_summary(rows), indent=1, default=str))
     return 0
 

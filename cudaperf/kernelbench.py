@@ -26,7 +26,7 @@ import re
 import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from cudaperf.tasks import Task, task_from_dict
 
@@ -340,6 +340,22 @@ def modelnew_source_ok(src: str, max_chars: int = 200_000) -> ModelNewCheck:
             seen.add(p)
             uniq.append(p)
     return ModelNewCheck(not uniq, uniq, info)
+
+
+def selfcheck_rows(paths: Sequence[str | Path]) -> list[dict]:
+    """The rows of `benchmarks/kernelbench_selfcheck.py` output files that exist (blank lines
+    skipped), in the order given, one per (problem, candidate): the first file holding a pair wins.
+    A run resumes from them and skips the pairs they hold, whichever GPU's file holds them; a pair
+    in two files (the output file is a copy of a committed one) counts once in the summary."""
+    rows: dict[tuple[str, str], dict] = {}
+    for p in paths:
+        p = Path(p)
+        if p.is_file():
+            for x in p.read_text().splitlines():
+                if x.strip():
+                    r = json.loads(x)
+                    rows.setdefault((r["task_id"], r["candidate"]), r)
+    return list(rows.values())
 
 
 def selfcheck_summary(rows: list[dict]) -> dict:

@@ -6,6 +6,7 @@ load_inline candidates end to end.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -257,6 +258,27 @@ def test_selfcheck_summary_counts():
     s = m.kernelbench.selfcheck_summary(rows)
     assert s["problems"] == 2 and s["reference_correct"] == 1 and s["reference_speedup_within_0.8_1.25"] == 1
     assert s["zeros_rejected"] == 1 and s["zeros_total"] == 2 and s["not_correct_reference"][0][0] == "b"
+
+
+def test_selfcheck_rows_resume_across_gpu_files_and_count_each_pair_once(tmp_path):
+    from cudaperf import kernelbench
+
+    def row(tid, cand, gpu, status="correct"):
+        return json.dumps({"task_id": tid, "candidate": cand, "status": status, "speedup": 1.0, "gpu": gpu,
+                           "message": ""})
+
+    h200 = tmp_path / "kernelbench_selfcheck_nvidia-h200.jsonl"
+    h200.write_text("\n".join([row("p1", "reference", "H200"), row("p1", "zeros", "H200", "wrong"), ""]) + "\n")
+    out = tmp_path / "kernelbench_selfcheck_nvidia-h100.jsonl"  # this run's, already holding p2
+    out.write_text(row("p2", "reference", "H100") + "\n")
+    copy = tmp_path / "copy.jsonl"  # the committed file the output was copied from
+    copy.write_text(out.read_text())
+    rows = kernelbench.selfcheck_rows([out, h200, copy, tmp_path / "absent.jsonl"])
+    assert [(r["task_id"], r["candidate"], r["gpu"]) for r in rows] == [
+        ("p2", "reference", "H100"), ("p1", "reference", "H200"), ("p1", "zeros", "H200")]
+    s = kernelbench.selfcheck_summary(rows)
+    assert s["problems"] == 2 and s["reference_total"] == 2 and s["zeros_total"] == 1
+    assert kernelbench.selfcheck_rows([]) == []
 
 
 def test_trusted_eager_is_measured_once_for_candidates_arriving_together(tasks, tmp_path, monkeypatch):
