@@ -17,6 +17,9 @@ the static-feature ranker with the best in-family cross-validated accuracy); wit
 candidate tasks are sampled at the rollout temperature and compiled, and the run trains only on tasks
 where one compiled (grpo.probe_filter_tasks; the counts go to data/grpo/<run>/probe_tasks.json): with
 a start policy that rarely compiles, the other groups have equal rewards and teach nothing.
+`--split infamily_rest` trains on the in-family held-out programs outside the 64-task evaluation slice
+(policy.infamily_rest: programs SFT never saw) instead of SFT's own programs; `eval` refuses an in-family
+slice that overlaps that pool.
 NOTE: runs/ is not versioned. A run spanning several *fresh* machines must carry runs/grpo/<run>
 (the `carry` list of the device call) or it restarts from step 0.
 
@@ -92,6 +95,8 @@ def train(args) -> None:
         over["learning_rate"] = args.lr
     if args.scale_rewards:
         over["scale_rewards"] = args.scale_rewards
+    if args.split:
+        over["split"] = args.split
     if args.beta is not None:  # 0 is a setting (no reference model), so None means "the profile's"
         over["beta"] = args.beta
     s = grpo.GRPOSettings.for_profile("mini", **over)
@@ -140,9 +145,18 @@ def evaluate(args) -> None:
     import torch
     from transformers import AutoTokenizer
 
-    from cudaperf import policy, runlog
+    from cudaperf import grpo, policy, runlog
 
     run_dir = ROOT / "data/grpo" / args.run
+    # First, before any loading: a run that trained on in-family held-out programs must not be
+    # scored on them.
+    every = _tasks()
+    tasks = policy.evaluation_tasks(every, args.split, args.eval_tasks, args.seed)
+    seen = grpo.trained_eval_overlap(runlog.load_settings(args.run, ROOT / "data/grpo"), tasks, every)
+    if seen:
+        sys.exit(f"{len(seen)} of the {len(tasks)} evaluation tasks are in the run's training pool (split "
+                 f"infamily_rest), e.g. {seen[:3]}: evaluate on the slice the pool leaves out "
+                 f"(--split infamily --eval-tasks <= its eval_reserve, --seed 0) or on --split test")
     start = start_folder(args.run)
     ck = _checkpoint_model(args.run)
     policies = {"sft_start": start, "grpo": ck}
@@ -154,7 +168,6 @@ def evaluate(args) -> None:
             sys.exit(f"--also-steps {step}: no {earlier.relative_to(ROOT)}")
         if earlier != ck:
             policies[f"grpo_step{step}"] = earlier
-    tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     samples = {}
     if args.start_samples:
@@ -254,7 +267,6 @@ def sample_policy(args) -> None:
     if not policy.has_weights(model_dir):
         sys.exit(f"--model {args.model}: no weights there")
     rel = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
-    tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = _sampling_model(model_dir, dev)
@@ -355,6 +367,11 @@ def main(argv=None) -> None:
                         "much as correct-against-wrong does elsewhere; batch uses one std for the whole step")
     t.add_argument("--beta", type=float, default=None, help="KL coefficient against the start (profile: 0.02)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
+    t.add_argument("--split", default="", choices=["", "train", "infamily_rest"],
+                   help="task pool ('' = profile: train, the programs SFT trained on; infamily_rest: the in-family "
+                        "held-out programs outside the 64-task evaluation slice, unseen by SFT, so that GRPO "
+                        "learns to write correct code for programs it has not memorised; `eval` then refuses "
+                        "an in-family slice that overlaps the pool)")
     t.add_argument("--start", default="", help="SFT checkpoint to start from (default: the profile's, "
                    "data/models/sft-M; e.g. runs/models/sft-M as benchmarks/gpu_sft.sh leaves it)")
     e = sub.add_parser("eval", help="held-out pass@1 / geomean speedup: SFT start vs GRPO policy")

@@ -104,7 +104,11 @@ class GRPOSettings:
     save_steps: int = _f(10, "Checkpoint every this many steps (and at a time-budget stop).")
     time_budget_s: float = _f(0.0, "Stop, checkpoint and return after this many seconds (0 = none).")
     logging_steps: int = _f(1, "TRL logging interval (the step log is written every step).")
-    split: str = _f("train", "Task split GRPO trains on ('any' = every task given).")
+    split: str = _f("train", "Task split GRPO trains on: 'train' (SFT's programs), 'infamily_rest' (in-family "
+                             "held-out programs outside the evaluation slice, policy.infamily_rest), 'any' "
+                             "(every task given) or a split name.")
+    eval_reserve: int = _f(64, "With split 'infamily_rest': the size of the in-family evaluation slice (seed 0) "
+                               "kept out of the pool; evaluate on at most this many in-family tasks.")
     max_tasks: int = _f(0, "Use at most this many tasks (0 = all), stratified over families.")
     probe_filter: int = _f(0, "Before step 1, sample this many attempts per candidate task at the rollout "
                               "temperature, compile them, and train only on tasks where at least one compiled "
@@ -324,14 +328,32 @@ class StepLogger(_callback_base()):
 
 
 def select_tasks(tasks: Sequence[Task], s: GRPOSettings) -> list[Task]:
-    from cudaperf.policy import stratified, training_tasks
+    from cudaperf.policy import infamily_rest, stratified, training_tasks
 
-    # The train split's in-family held-out programs stay out, as in SFT (policy.training_tasks).
+    # The train split's in-family held-out programs stay out, as in SFT (policy.training_tasks);
+    # 'infamily_rest' takes those of them outside the in-family evaluation slice.
     pool = (list(tasks) if s.split == "any" else
-            training_tasks(tasks) if s.split == "train" else [t for t in tasks if t.split == s.split])
+            training_tasks(tasks) if s.split == "train" else
+            infamily_rest(tasks, s.eval_reserve) if s.split == "infamily_rest" else
+            [t for t in tasks if t.split == s.split])
     if not pool:
         raise ValueError(f"no tasks in split {s.split!r}")
     return stratified(pool, s.max_tasks, s.seed) if s.max_tasks else sorted(pool, key=lambda t: t.task_id)
+
+
+def trained_eval_overlap(settings: dict, eval_tasks: Sequence[Task], tasks: Sequence[Task]) -> list[str]:
+    """Task ids of an evaluation that the run (its settings.json record) may have trained on.
+
+    Only an 'infamily_rest' run trains on held-out programs; its pool is every in-family held-out
+    program outside its evaluation slice, so an in-family evaluation larger than that slice (or
+    with another seed) would score programs GRPO saw. The pool is taken whole (before max_tasks
+    and the probe filter), so the check errs on the side of refusing."""
+    if settings.get("split") != "infamily_rest":
+        return []
+    from cudaperf.policy import INFAMILY_EVAL_SLICE, infamily_rest
+
+    pool = {t.task_id for t in infamily_rest(tasks, int(settings.get("eval_reserve") or INFAMILY_EVAL_SLICE[0]))}
+    return sorted(t.task_id for t in eval_tasks if t.task_id in pool)
 
 
 PROBE_FILE = "probe_tasks.json"
@@ -710,4 +732,4 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
            "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo",
-           "select_tasks", "settings_record", "step_row", "synthetic_ranker", "warm_start"]
+           "select_tasks", "settings_record", "step_row", "synthetic_ranker", "trained_eval_overlap", "warm_start"]

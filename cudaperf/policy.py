@@ -1120,7 +1120,8 @@ def sft_results(models_dir: str | Path = "data/models"):
 
 EVAL_SPLIT_MEANING = {"test": "held-out families (split test)",
                       "infamily": "held-out programs of train families (meta in_family_split = val; "
-                                  "neither SFT nor GRPO trains on them)",
+                                  "SFT never trains on them; GRPO's 'infamily_rest' pool takes those outside "
+                                  "the evaluation slice, `infamily_rest`)",
                       "seen": "programs SFT trained on (a check of what SFT learned, not a generalisation score)"}
 
 
@@ -1132,6 +1133,28 @@ def in_family_heldout(t: Task) -> bool:
 def training_tasks(tasks: Iterable[Task]) -> list[Task]:
     """The tasks SFT and GRPO learn from: the train split minus its in-family held-out programs."""
     return [t for t in tasks if t.split == "train" and not in_family_heldout(t)]
+
+
+# The in-family evaluation slice every GRPO held-out comparison so far used (64 tasks, seed 0;
+# the SFT start's stored samples are of it): what an 'infamily_rest' GRPO pool leaves out.
+INFAMILY_EVAL_SLICE = (64, 0)
+
+
+def infamily_rest(tasks: Iterable[Task], reserve: int = INFAMILY_EVAL_SLICE[0],
+                  seed: int = INFAMILY_EVAL_SLICE[1]) -> list[Task]:
+    """In-family held-out programs outside the evaluation slice ``evaluation_tasks(tasks,
+    "infamily", reserve, seed)``, sorted by task id: programs SFT never saw that GRPO may train on
+    while the slice stays unseen by both.
+
+    Why: a GRPO pool of SFT's own training programs (split 'train') holds programs the start has
+    memorised; most of their groups are all correct, so the update learns speed there and little
+    about writing correct code for an unseen program, which is what held-out pass@1 measures
+    (sessions 21-24: faster on held-out programs, not more often correct)."""
+    if reserve < 1:
+        raise ValueError(f"reserve must be >= 1 (the evaluation slice's size), got {reserve}")
+    tasks = list(tasks)
+    held = {t.task_id for t in evaluation_tasks(tasks, "infamily", reserve, seed)}
+    return sorted((t for t in tasks if in_family_heldout(t) and t.task_id not in held), key=lambda t: t.task_id)
 
 
 def evaluation_tasks(tasks: Iterable[Task], split: str, k: int = 0, seed: int = 0) -> list[Task]:

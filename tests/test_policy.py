@@ -440,6 +440,36 @@ def test_in_family_heldout_programs_stay_out_of_sft_and_grpo():
     assert sorted(t.task_id for t in grpo.select_tasks(tasks, s)) == ["x/0", "x/2"]
 
 
+def test_infamily_rest_pool_leaves_the_evaluation_slice_unseen():
+    """GRPO's 'infamily_rest' pool: in-family held-out programs outside the evaluation slice, none
+    of SFT's programs; an evaluation is refused where it overlaps the pool of the run it scores."""
+    import dataclasses
+
+    from cudaperf import grpo
+
+    base = dev_tasks()[0]
+    mk = lambda i, split, inner: dataclasses.replace(  # noqa: E731
+        base, task_id=f"x/{i:02d}", family=f"fam{i % 3}", split=split,
+        meta={"in_family_split": inner} if inner else {})
+    tasks = [mk(i, "train", "val" if i % 2 else "train") for i in range(30)] + [mk(30, "test", "")]
+    held = {t.task_id for t in tasks if policy.in_family_heldout(t)}
+    sl = {t.task_id for t in policy.evaluation_tasks(tasks, "infamily", 6, 0)}
+    rest = [t.task_id for t in policy.infamily_rest(tasks, reserve=6)]
+    assert len(held) == 15 and len(sl) == 6 and rest == sorted(held - sl)
+    assert not set(rest) & {t.task_id for t in policy.training_tasks(tasks)}
+    with pytest.raises(ValueError, match="reserve"):
+        policy.infamily_rest(tasks, reserve=0)
+    s = grpo.GRPOSettings.for_profile("smoke", max_tasks=0, split="infamily_rest", eval_reserve=6)
+    assert [t.task_id for t in grpo.select_tasks(tasks, s)] == rest
+    rec = {"split": "infamily_rest", "eval_reserve": 6}
+    assert grpo.trained_eval_overlap(rec, policy.evaluation_tasks(tasks, "infamily", 6, 0), tasks) == []
+    wider = policy.evaluation_tasks(tasks, "infamily", 10, 0)  # more than the slice: some were trained on
+    assert grpo.trained_eval_overlap(rec, wider, tasks) == sorted({t.task_id for t in wider} - sl)
+    assert grpo.trained_eval_overlap(rec, policy.evaluation_tasks(tasks, "infamily", 6, 1), tasks)  # another seed
+    assert grpo.trained_eval_overlap({"split": "train"}, wider, tasks) == []
+    assert grpo.trained_eval_overlap({}, wider, tasks) == []
+
+
 def test_renamed_task_compiles_and_exports_the_new_entry(tmp_path):
     """SFT's renamed copies: same code under a fresh entry name; real nvcc, the library exports it."""
     import ctypes

@@ -210,6 +210,22 @@ def test_grpo_sample_command_writes_what_eval_start_samples_reads(saved, tmp_pat
     assert g.run_start("r", tmp_path) == "data/models/sft-M-s18"
 
 
+def test_grpo_eval_refuses_tasks_an_infamily_rest_run_trained_on(tmp_path, monkeypatch):
+    """`grpo_gpu.py eval` of an 'infamily_rest' run: an in-family slice wider than the reserved one
+    stops with the reason before any policy is loaded."""
+    g = _script("grpo_gpu")
+    (tmp_path / "data/grpo/r").mkdir(parents=True)
+    (tmp_path / "data/grpo/r/settings.json").write_text(json.dumps({"split": "infamily_rest", "eval_reserve": 64}))
+    monkeypatch.setattr(g, "ROOT", tmp_path)
+    monkeypatch.setattr(g, "start_folder", lambda run: pytest.fail("loaded a policy before the check"))
+    with pytest.raises(SystemExit, match="in the run's training pool"):
+        g.main(["eval", "--run", "r", "--split", "infamily", "--eval-tasks", "96"])
+    # the reserved slice itself passes the check and goes on to load the policies
+    monkeypatch.setattr(g, "start_folder", lambda run: (_ for _ in ()).throw(RuntimeError("past the check")))
+    with pytest.raises(RuntimeError, match="past the check"):
+        g.main(["eval", "--run", "r", "--split", "infamily", "--eval-tasks", "64"])
+
+
 def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     """`grpo_gpu.py train` options reach GRPOSettings (the run records them in settings.json)."""
     from types import SimpleNamespace
@@ -235,6 +251,9 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none"])
     assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
     assert seen["settings"].gen_cache == "dynamic" and seen["settings"].gen_pad_multiple == 0
+    assert seen["settings"].split == "train"
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--split", "infamily_rest"])
+    assert seen["settings"].split == "infamily_rest" and seen["settings"].eval_reserve == 64
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--gen-cache", "static",
             "--gen-pad-multiple", "256", "--compile-ahead", "8"])
     assert (seen["settings"].gen_cache, seen["settings"].gen_pad_multiple) == ("static", 256)
