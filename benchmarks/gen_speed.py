@@ -15,7 +15,11 @@ allocates its growing dynamic KV cache afresh; a configuration does the same bef
 unless it ends in ``:keep`` (then the allocator's blocks stay cached from the batch before: the
 difference is what the per-step release costs generation).
 
-For each configuration CACHE:PAD[:keep] (e.g. dynamic:0 dynamic:0:keep static:256) this generates `--batches`
+CACHE `graph` decodes with `cudaperf.fastgen` instead of transformers: a preallocated KV cache and the
+decoding step captured once per batch as a CUDA graph (milliseconds, where torch.compile of the static
+cache outlasted 120 s in session 25), then replayed.
+
+For each configuration CACHE:PAD[:keep] (e.g. dynamic:0 dynamic:0:keep static:256 graph:0) this generates `--batches`
 batches of `--tasks` x `--n` from different tasks of `--split` (so prompt lengths differ, as they do
 from step to step) and prints one JSON line per batch: seconds, longest and mean completion in
 tokens, tokens generated per second, and the padded prompt width; then a summary line per
@@ -24,7 +28,7 @@ error line for a configuration that failed (the others still run). Same seed
 for every configuration, but sampling on different kernels need not give the same tokens: compare
 tokens per second, not seconds alone.
 
-    python benchmarks/gen_speed.py --model data/models/sft-M-s18 --configs dynamic:0 static:0 static:256
+    python benchmarks/gen_speed.py --model data/models/sft-M-s18 --configs dynamic:0 graph:0 static:0 static:256
 """
 from __future__ import annotations
 

@@ -353,9 +353,10 @@ def main(argv=None) -> None:
     t.add_argument("--runners-per-gpu", type=int, default=0,
                    help="runner slots per GPU judging the rollouts (0 = profile: 12); session 23's harness bench ran "
                         "kept runners with 16 slots 11 %% faster than shared ones with 12 on one H100")
-    t.add_argument("--gen-cache", default="", choices=["", "dynamic", "static"],
+    t.add_argument("--gen-cache", default="", choices=["", "dynamic", "static", "graph"],
                    help="KV cache of the rollouts ('' = profile: dynamic; static: transformers compiles the "
-                        "decoding step on a GPU; benchmarks/gen_speed.py measures both)")
+                        "decoding step on a GPU; graph: cudaperf.fastgen replays one CUDA graph per decoding "
+                        "step; benchmarks/gen_speed.py measures them)")
     t.add_argument("--gen-pad-multiple", type=int, default=0,
                    help="left-pad rollout prompts to a multiple of this many tokens (0 = no rounding)")
     t.add_argument("--compile-ahead", type=int, default=0,
@@ -387,7 +388,8 @@ def main(argv=None) -> None:
     e.add_argument("--seed", type=int, default=0)
     # How the KV cache is kept, not what is sampled (policy.generation_kwargs): stored samples do not
     # record it. benchmarks/gen_speed.py says which is faster on the GPU at hand.
-    e.add_argument("--gen-cache", default="dynamic", choices=["dynamic", "static"], help="KV cache of the sampling")
+    e.add_argument("--gen-cache", default="dynamic", choices=["dynamic", "static", "graph"],
+                   help="KV cache of the sampling (graph: cudaperf.fastgen)")
     e.add_argument("--gen-pad-multiple", type=int, default=0,
                    help="left-pad prompts to a multiple of this many tokens (fewer static-cache shapes)")
     e.add_argument("--also-steps", default="", help="earlier checkpoints to evaluate as well, e.g. '20,40' "

@@ -75,7 +75,8 @@ class GRPOSettings:
     top_p: float = _f(1.0, "Nucleus mass of the rollouts.")
     gen_batch_size: int = _f(128, "Sequences generated per batch.")
     gen_cache: str = _f("dynamic", "KV cache of generation: dynamic | static (preallocated; on a GPU transformers "
-                                   "may compile the decoding step; policy.generation_kwargs).")
+                                   "may compile the decoding step) | graph (cudaperf.fastgen: preallocated, one "
+                                   "CUDA graph per decoding step; Qwen3 only); policy.generation_kwargs.")
     compile_ahead: int = _f(0, "Threads compiling attempts that have ended while their batch still generates "
                                "(cudaperf.compileahead; judging then finds the builds cached); 0: off. Only "
                                "compiles run early: nothing is checked or timed beside generation.")

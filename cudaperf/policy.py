@@ -699,7 +699,7 @@ def train_sft(model, tokenizer, examples: Sequence[dict], cfg: PolicyConfig,
 # --------------------------------------------------------------------------- sampling
 
 
-GEN_CACHES = ("dynamic", "static")
+GEN_CACHES = ("dynamic", "static", "graph")
 
 
 def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, top_p: float,
@@ -707,7 +707,9 @@ def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, top_p:
     """`model.generate` keyword arguments shared by evaluation sampling and GRPO rollouts:
     sampling at `temperature` with nucleus `top_p` (greedy at 0), stopping at the tokenizer's
     end token. `cache` "static": a preallocated KV cache (same tokens, fewer allocations per
-    decoding step; on a GPU transformers may also compile the step)."""
+    decoding step; on a GPU transformers may also compile the step). "graph": `cudaperf.fastgen`
+    decodes instead of transformers (a preallocated cache and one CUDA graph per decoding step;
+    Qwen3 policies only); pass the result to `generate_tokens`, which knows the difference."""
     if cache not in GEN_CACHES:
         raise ValueError(f"unknown KV cache {cache!r}; choose one of {GEN_CACHES}")
     gen: dict[str, Any] = dict(max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
@@ -718,7 +720,26 @@ def generation_kwargs(tokenizer, max_new_tokens: int, temperature: float, top_p:
         gen.update(do_sample=False, temperature=None, top_p=None, top_k=None)
     if cache == "static":
         gen["cache_implementation"] = "static"
+    if cache == "graph":
+        gen["graph"] = True
     return gen
+
+
+def generate_tokens(model, enc, gen: dict[str, Any]):
+    """``model.generate(**enc, **gen)`` for `generation_kwargs`' output, or `cudaperf.fastgen`'s
+    decoding where it asked for the "graph" cache (its ``stopping_criteria``, e.g. the compile-ahead,
+    then run after every step and never stop a row)."""
+    gen = dict(gen)
+    if not gen.pop("graph", False):
+        return model.generate(**enc, **gen)
+    from cudaperf import fastgen
+
+    stop = gen.get("stopping_criteria") or []
+    return fastgen.generate(model, enc["input_ids"], enc["attention_mask"], max_new_tokens=gen["max_new_tokens"],
+                            eos_token_id=gen["eos_token_id"], pad_token_id=gen["pad_token_id"],
+                            temperature=gen["temperature"] if gen.get("do_sample") else 0.0,
+                            top_p=gen.get("top_p") or 1.0,
+                            callback=(lambda ids: [c(ids, None) for c in stop]) if stop else None)
 
 
 def encode_prompts(tokenizer, texts: Sequence[str], device, pad_multiple: int = 0):
@@ -758,7 +779,7 @@ def sample(model, tokenizer, tasks: Sequence[Task | list[dict]], n: int = 1, tem
             enc = encode_prompts(tokenizer, [t for _, t in chunk], device, pad_multiple)
             gen = generation_kwargs(tokenizer, max_new_tokens, temperature, top_p, cache)
             with torch.no_grad():
-                seqs = model.generate(**enc, **gen)
+                seqs = generate_tokens(model, enc, gen)
             new = seqs[:, enc["input_ids"].shape[1]:]
             for (i, _), row in zip(chunk, tokenizer.batch_decode(new, skip_special_tokens=True)):
                 out[i].append(row)
@@ -1082,7 +1103,7 @@ def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
 
 __all__ = ["CHAT_TEMPLATE", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
-           "eval_summary", "extract_codes", "filter_by_length", "get_tokenizer", "known_result", "load_policy",
+           "eval_summary", "extract_codes", "filter_by_length", "generate_tokens", "get_tokenizer", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",
            "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
            "stratified", "tokenizer_corpus", "tokenizer_stats", "train_sft", "train_tokenizer"]

@@ -203,7 +203,7 @@ class MultiTurnRollout:
         batch are compiled while it generates (counts into `st`)."""
         import torch
 
-        from cudaperf.policy import encode_prompts, generation_kwargs
+        from cudaperf.policy import encode_prompts, generate_tokens, generation_kwargs
 
         texts = [tokenizer.apply_chat_template(m, tokenize=False, add_generation_prompt=True)
                  for m in contexts]
@@ -230,7 +230,7 @@ class MultiTurnRollout:
                     gen["stopping_criteria"] = StoppingCriteriaList([ahead])
                 try:
                     with torch.no_grad():
-                        seqs = model.generate(**enc, **gen)
+                        seqs = generate_tokens(model, enc, gen)
                 finally:
                     if ahead is not None:
                         a = ahead.finish()
