@@ -184,8 +184,9 @@ def generate(model, input_ids, attention_mask, *, max_new_tokens: int, eos_token
                 logits = step()
                 continue
             if g is None:
-                # warm-up on a side stream (lazy init, cuBLAS workspaces), then capture; both run
-                # this very step, so writing its keys and values twice is harmless
+                # warm-up on a side stream (lazy init, cuBLAS workspaces), then capture (which
+                # runs nothing); the warm-up and the first replay both compute this very step, so
+                # its keys and values are written twice, the same both times
                 s = torch.cuda.Stream(device)
                 s.wait_stream(torch.cuda.current_stream(device))
                 with torch.cuda.stream(s):
