@@ -267,6 +267,7 @@ def sample_policy(args) -> None:
     if not policy.has_weights(model_dir):
         sys.exit(f"--model {args.model}: no weights there")
     rel = str(model_dir.relative_to(ROOT)) if model_dir.is_relative_to(ROOT) else str(model_dir)
+    tasks = policy.evaluation_tasks(_tasks(), args.split, args.eval_tasks, args.seed)
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     tok = AutoTokenizer.from_pretrained(str(model_dir))
     model = _sampling_model(model_dir, dev)
