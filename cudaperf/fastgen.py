@@ -149,9 +149,9 @@ def generate(model, input_ids, attention_mask, *, max_new_tokens: int, eos_token
     length = width + max_new_tokens
     with torch.no_grad():
         dec = _Decoder(model, b, length, param.dtype, device)
-        attn = attention_mask.to(device)
+        ids, attn = input_ids.to(device), attention_mask.to(device)
         pos = (attn.long().cumsum(-1) - 1).masked_fill(attn == 0, 1)
-        logits = dec.forward(input_ids.to(device), pos, dec.ar[:width], dec.prefill_mask(attn, width))
+        logits = dec.forward(ids, pos, dec.ar[:width], dec.prefill_mask(attn, width))
         prompt_ok = torch.nn.functional.pad(attn.bool(), (0, max_new_tokens))
         # the decoding step's static inputs (updated in place: a captured graph reads them)
         tok = torch.empty(b, 1, dtype=torch.long, device=device)
@@ -174,7 +174,7 @@ def generate(model, input_ids, attention_mask, *, max_new_tokens: int, eos_token
             done |= nxt == eos_token_id
             n = t + 1
             if callback is not None:
-                callback(torch.cat([input_ids.to(device), out[:, :n]], dim=1))
+                callback(torch.cat([ids, out[:, :n]], dim=1))
             if n == max_new_tokens or (n % check_every == 0 and bool(done.all())):
                 break
             tok.copy_(nxt[:, None])
@@ -200,7 +200,7 @@ def generate(model, input_ids, attention_mask, *, max_new_tokens: int, eos_token
         if bool(done.all()):
             # drop the columns after the last row ended, as generate stops there
             n = int((out[:, :n] == eos_token_id).int().argmax(dim=1).max()) + 1
-        return torch.cat([input_ids.to(device), out[:, :n]], dim=1)
+        return torch.cat([ids, out[:, :n]], dim=1)
 
 
 __all__ = ["generate"]

@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from cudaperf.config import _f, settings_for_profile
-from cudaperf.policy import JUDGE_RUNNERS_PER_GPU
+from cudaperf.policy import INFAMILY_EVAL_SLICE, JUDGE_RUNNERS_PER_GPU
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
 from cudaperf.tasks import Task
 
@@ -108,7 +108,7 @@ class GRPOSettings:
     split: str = _f("train", "Task split GRPO trains on: 'train' (SFT's programs), 'infamily_rest' (in-family "
                              "held-out programs outside the evaluation slice, policy.infamily_rest), 'any' "
                              "(every task given) or a split name.")
-    eval_reserve: int = _f(64, "With split 'infamily_rest': the size of the in-family evaluation slice (seed 0) "
+    eval_reserve: int = _f(INFAMILY_EVAL_SLICE[0], "With split 'infamily_rest': the size of the in-family evaluation slice (seed 0) "
                                "kept out of the pool; evaluate on at most this many in-family tasks.")
     max_tasks: int = _f(0, "Use at most this many tasks (0 = all), stratified over families.")
     probe_filter: int = _f(0, "Before step 1, sample this many attempts per candidate task at the rollout "
@@ -351,7 +351,7 @@ def trained_eval_overlap(settings: dict, eval_tasks: Sequence[Task], tasks: Sequ
     and the probe filter), so the check errs on the side of refusing."""
     if settings.get("split") != "infamily_rest":
         return []
-    from cudaperf.policy import INFAMILY_EVAL_SLICE, infamily_rest
+    from cudaperf.policy import infamily_rest
 
     pool = {t.task_id for t in infamily_rest(tasks, int(settings.get("eval_reserve") or INFAMILY_EVAL_SLICE[0]))}
     return sorted(t.task_id for t in eval_tasks if t.task_id in pool)
