@@ -250,7 +250,7 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     assert (s.learning_rate, s.temperature, s.ablation) == (5e-5, 0.7, "ver_only")
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none"])
     assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
-    assert seen["settings"].gen_cache == "dynamic" and seen["settings"].gen_pad_multiple == 0
+    assert seen["settings"].gen_cache == "graph" and seen["settings"].gen_pad_multiple == 0  # the mini profile's
     assert seen["settings"].split == "train"
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--split", "infamily_rest"])
     assert seen["settings"].split == "infamily_rest" and seen["settings"].eval_reserve == 64
