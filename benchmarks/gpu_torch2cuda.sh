@@ -40,10 +40,12 @@ else
   echo "== verify skipped: ${LEFT}s left for it"
 fi
 if [ "$KB" -gt 0 ] && [ -f .prebuilt/kernelbench_l1_l3.jsonl ]; then
-  # resume from the committed rows: the self-check skips the problems already there
+  # resume from the committed rows: the self-check skips the problems already there, except where the
+  # problem's own Model crashed (a harness fault, e.g. session 28's memory watchdog on 4 GiB outputs)
   cp "data/bench/kernelbench_selfcheck_$SLUG.jsonl" "$OUT/kernelbench_selfcheck_$SLUG.jsonl" 2>/dev/null || true
   timeout -s INT "$KB" python3 benchmarks/kernelbench_selfcheck.py --source .prebuilt/kernelbench_l1_l3.jsonl \
     --levels 1 --out "$OUT/kernelbench_selfcheck_$SLUG.jsonl" --skip-done data/bench/kernelbench_selfcheck_*.jsonl \
+    --retry-harness-failures \
     --max-seconds $(( KB - 40 )) \
     --workers-per-gpu "${KB_WORKERS:-8}" --chunk "${KB_CHUNK:-4}" > "$OUT/kb_selfcheck.log" 2>&1
   echo "== KernelBench self-check"; grep -v "it/s\]" "$OUT/kb_selfcheck.log" | tail -12 | cut -c1-300

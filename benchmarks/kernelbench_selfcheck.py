@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-seconds", type=float, default=None,
                     help="start no chunk that may not finish within this many seconds of the command's start")
     ap.add_argument("--workers-per-gpu", type=int, default=4)
+    ap.add_argument("--retry-harness-failures", action="store_true",
+                    help="first drop --out's rows where the problem's own Model crashed or met an internal error "
+                         "(kernelbench.harness_failure: a fault of the harness, not of the candidate), so they run again")
     a = ap.parse_args(argv)
     # KernelBench's float64 references of big problems are computed on the GPU during prepare.
     # Set here, not at import: importing this module (tests do) must not change the process.
@@ -61,9 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{report.converted} of {report.total} problems converted; not convertible: {report.reasons}")
     out = Path(a.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    if a.retry_harness_failures:
+        gone = kernelbench.drop_selfcheck_rows(out, kernelbench.harness_failure)
+        print(f"retrying {len(gone)} harness failures: {[r['task_id'] for r in gone][:10]}")
     # the output file itself resumes the run; other files (another GPU's rows) are skipped too
     others = [p for p in a.skip_done if Path(p).resolve() != out.resolve()]
-    done = {(r["task_id"], r["candidate"]) for r in kernelbench.selfcheck_rows([out, *others])}
+    # With the retry, a harness failure in another file (e.g. the committed copy of --out) is not done either;
+    # the summary reads --out first, so the new row is the one counted.
+    done = {(r["task_id"], r["candidate"]) for r in kernelbench.selfcheck_rows([out, *others])
+            if not (a.retry_harness_failures and kernelbench.harness_failure(r))}
     todo = [t for t in tasks if any((t.task_id, c) not in done for c in CANDIDATES)]
     if a.limit:
         todo = todo[: a.limit]

@@ -358,6 +358,32 @@ def selfcheck_rows(paths: Sequence[str | Path]) -> list[dict]:
     return list(rows.values())
 
 
+def harness_failure(row: dict) -> bool:
+    """Whether a self-check row is a verdict on the harness rather than on the candidate: the
+    problem's own Model (trusted code) crashed or met an internal error, e.g. the torch worker's
+    memory watchdog while writing a 4 GiB output (H100, session 28). Such rows are worth a rerun
+    once the harness is fixed (`benchmarks/kernelbench_selfcheck.py --retry-harness-failures`)."""
+    from cudaperf.result import is_internal_error
+
+    return row.get("candidate") == "reference" and (row.get("status") == "crashed"
+                                                      or is_internal_error(row.get("message")))
+
+
+def drop_selfcheck_rows(path: str | Path, drop) -> list[dict]:
+    """Rewrite the self-check file `path` without the rows for which `drop(row)` holds (blank lines
+    go too); returns the dropped rows. A missing file drops nothing."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    rows = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    gone = [r for r in rows if drop(r)]
+    if gone:
+        tmp = path.with_suffix(path.suffix + ".tmp")
+        tmp.write_text("".join(json.dumps(r, default=str) + "\n" for r in rows if not drop(r)))
+        tmp.replace(path)  # never a half-written file: the rows are the run's only record
+    return gone
+
+
 def selfcheck_summary(rows: list[dict]) -> dict:
     """Issue 5's evidence from `benchmarks/kernelbench_selfcheck.py` rows: each problem's own Model
     submitted as ModelNew must be correct with speedup near 1 (0.8-1.25 counted), and the all-zeros

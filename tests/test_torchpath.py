@@ -281,6 +281,26 @@ def test_selfcheck_rows_resume_across_gpu_files_and_count_each_pair_once(tmp_pat
     assert kernelbench.selfcheck_rows([]) == []
 
 
+def test_harness_failures_are_dropped_for_a_rerun_and_nothing_else(tmp_path):
+    from cudaperf import kernelbench
+    from cudaperf.result import INTERNAL_ERROR
+
+    rows = [{"task_id": "p7", "candidate": "reference", "status": "crashed",
+             "message": "torch worker memory: resident memory 16400 MiB over the limit"},
+            {"task_id": "p7", "candidate": "zeros", "status": "crashed", "message": "x"},  # a verdict: stays
+            {"task_id": "p8", "candidate": "reference", "status": "correct", "message": ""},
+            {"task_id": "p9", "candidate": "reference", "status": "wrong", "message": "passed 0 of 1"},
+            {"task_id": "p10", "candidate": "reference", "status": "timeout", "message": f"{INTERNAL_ERROR}: pool"}]
+    out = tmp_path / "kb.jsonl"
+    out.write_text("\n".join(json.dumps(r) for r in rows) + "\n\n")
+    gone = kernelbench.drop_selfcheck_rows(out, kernelbench.harness_failure)
+    assert [r["task_id"] for r in gone] == ["p7", "p10"]
+    left = kernelbench.selfcheck_rows([out])
+    assert [(r["task_id"], r["candidate"]) for r in left] == [("p7", "zeros"), ("p8", "reference"), ("p9", "reference")]
+    assert kernelbench.drop_selfcheck_rows(out, kernelbench.harness_failure) == []
+    assert kernelbench.drop_selfcheck_rows(tmp_path / "absent.jsonl", kernelbench.harness_failure) == []
+
+
 def test_trusted_eager_is_measured_once_for_candidates_arriving_together(tasks, tmp_path, monkeypatch):
     """Two candidates of a KernelBench problem (or a GRPO group of eight) ask for the task's eager
     time at once: one torch worker measures it, the others wait for that number. An unexpected
