@@ -97,6 +97,10 @@ def train(args) -> None:
         over["scale_rewards"] = args.scale_rewards
     if args.split:
         over["split"] = args.split
+    if args.alpha_speed is not None:
+        if args.alpha_speed < 0:
+            sys.exit(f"--alpha-speed must be >= 0, got {args.alpha_speed}")
+        over["alpha_speed"] = args.alpha_speed
     if args.beta is not None:  # 0 is a setting (no reference model), so None means "the profile's"
         over["beta"] = args.beta
     s = grpo.GRPOSettings.for_profile("mini", **over)
@@ -369,6 +373,9 @@ def main(argv=None) -> None:
                         "much as correct-against-wrong does elsewhere; batch uses one std for the whole step")
     t.add_argument("--beta", type=float, default=None, help="KL coefficient against the start (profile: 0.02)")
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
+    t.add_argument("--alpha-speed", type=float, default=None,
+                   help="scale of R_speed and R_str (default: the profile's, DESIGN's 1.0); e.g. 0.25 to make "
+                        "correctness weigh more against speed")
     t.add_argument("--split", default="", choices=["", "train", "infamily_rest"],
                    help="task pool ('' = profile: train, the programs SFT trained on; infamily_rest: the in-family "
                         "held-out programs outside the 64-task evaluation slice, unseen by SFT, so that GRPO "

@@ -102,6 +102,10 @@ class GRPOSettings:
     warm_start_lr: float = _f(3e-2, "Learning rate of the warm start (a memorisation run, hence high).")
     ranker_path: str = _f("", "Saved ranker for R_str (cudaperf.ranker.save); empty = R_str absent.")
     str_gate: str = _f("", "Override RewardConfig.str_gate for this run ('' = the profile's).")
+    alpha_speed: float = _f(-1.0, "Override RewardConfig.alpha_speed for this run (< 0 = the profile's, DESIGN's 1.0). "
+                                  "It scales R_speed and R_str, so a smaller value makes correctness weigh more "
+                                  "against speed: at 1.0 a correct attempt earns up to +4 for speed while a wrong "
+                                  "one loses at most 2 (sessions 21-28: GRPO became faster, not more often correct).")
     save_steps: int = _f(10, "Checkpoint every this many steps (and at a time-budget stop).")
     time_budget_s: float = _f(0.0, "Stop, checkpoint and return after this many seconds (0 = none).")
     logging_steps: int = _f(1, "TRL logging interval (the step log is written every step).")
@@ -161,6 +165,15 @@ _PROFILES = {
 def describe_settings(s: GRPOSettings) -> list[dict[str, Any]]:
     return [{"setting": f.name, "value": getattr(s, f.name), "help": f.metadata.get("help", "")}
             for f in fields(s)]
+
+
+def run_reward_config(reward_config, s: GRPOSettings):
+    """The profile's RewardConfig with this run's overrides (str_gate, alpha_speed) applied."""
+    if s.str_gate:
+        reward_config = replace(reward_config, str_gate=s.str_gate)
+    if s.alpha_speed >= 0:
+        reward_config = replace(reward_config, alpha_speed=float(s.alpha_speed))
+    return reward_config
 
 
 def reward_weights(s: GRPOSettings, reward_config) -> tuple[float, float]:
@@ -550,9 +563,7 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
     from cudaperf.harness import Harness
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    rcfg = profile.reward
-    if s.str_gate:
-        rcfg = replace(rcfg, str_gate=s.str_gate)
+    rcfg = run_reward_config(profile.reward, s)
     w_ver, w_str = reward_weights(s, rcfg)
     if structural is None and s.ablation != "ver_only":
         raise ValueError(f"ablation {s.ablation!r} needs R_str: pass a ranker (ranker_path) or use 'ver_only'")
@@ -701,7 +712,7 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
         from cudaperf.structural import StructuralReward
 
         structural = StructuralReward({t.task_id: t for t in tasks}, str(Path(root, s.ranker_path)),
-                                      prof.reward)
+                                      run_reward_config(prof.reward, s))
     model, tok, src = _start_policy(s, tasks, root, out_dir)
     budget = s.time_budget_s
     if s.probe_filter:
@@ -735,5 +746,5 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
-           "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo",
+           "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo", "run_reward_config",
            "select_tasks", "settings_record", "step_row", "synthetic_ranker", "trained_eval_overlap", "warm_start"]

@@ -58,6 +58,22 @@ def test_settings_profiles_overrides_and_ablation_weights():
     assert all(r["help"] for r in grpo.describe_settings(s))
 
 
+def test_run_reward_config_applies_the_runs_overrides_only():
+    from cudaperf.result import EvalResult
+    from cudaperf.rewards import reward_components
+
+    base = RewardConfig()
+    s = grpo.GRPOSettings.for_profile("mini")
+    assert grpo.run_reward_config(base, s) == base  # no override: DESIGN's coefficients
+    low = grpo.run_reward_config(base, replace(s, alpha_speed=0.25, str_gate="compiled"))
+    assert (low.alpha_speed, low.str_gate) == (0.25, "compiled")
+    assert (low.alpha_comp, low.alpha_wrong, low.s_max) == (base.alpha_comp, base.alpha_wrong, base.s_max)
+    assert grpo.run_reward_config(base, replace(s, alpha_speed=0.0)).alpha_speed == 0.0  # 0 is a setting
+    fast = EvalResult("t", "h", status="correct", compiled=True, correct=True, pass_rate=1.0, speedup=4.0, cv=0.0)
+    assert fast.rewardable_speed
+    assert reward_components(fast, base)["r_speed"] == 2.0 and reward_components(fast, low)["r_speed"] == 0.5
+
+
 def test_eval_gpu_is_its_own_with_two_or_more():
     s = grpo.GRPOSettings.for_profile("mini")
     assert grpo.eval_gpus(s, n_gpus=1) == "all"

@@ -251,7 +251,11 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none"])
     assert seen["settings"].runners_per_gpu == grpo.GRPOSettings.for_profile("mini").runners_per_gpu
     assert seen["settings"].gen_cache == "graph" and seen["settings"].gen_pad_multiple == 0  # the mini profile's
-    assert seen["settings"].split == "train"
+    assert seen["settings"].split == "train" and seen["settings"].alpha_speed < 0  # the profile's
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--alpha-speed", "0.25"])
+    assert seen["settings"].alpha_speed == 0.25
+    with pytest.raises(SystemExit, match="alpha-speed"):
+        g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--alpha-speed", "-1"])
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--split", "infamily_rest"])
     assert seen["settings"].split == "infamily_rest" and seen["settings"].eval_reserve == 64
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--gen-cache", "static",
