@@ -135,13 +135,21 @@ def tiny():
     return policy.build_model("tiny", tok), tok, tasks
 
 
-def test_rollout_chains_feedback_early_stop_and_credit(tiny):
+# "graph": cudaperf.fastgen, the mini profile's rollout decoding since session 28 (run here without a
+# CUDA graph); multi-turn rollouts had only run through transformers' generate.
+@pytest.mark.parametrize("cache", ["dynamic", "graph"])
+def test_rollout_chains_feedback_early_stop_and_credit(tiny, cache, monkeypatch):
+    from cudaperf import fastgen
+
     model, tok, tasks = tiny
     tasks = tasks[:2]
+    decoded = []
+    real = fastgen.generate
+    monkeypatch.setattr(fastgen, "generate", lambda *a, **k: decoded.append(1) or real(*a, **k))
     h = ScriptedHarness()
     rc = RewardConfig()
     ro = MultiTurnRollout(tasks, h, rc, None, turns=3, gamma=0.5, stop_speedup=2.0, max_new_tokens=8,
-                          turn_baseline=False)
+                          turn_baseline=False, gen_cache=cache)
     group = 6
     batch = [prompts.task_prompt(t) for t in tasks for _ in range(group)]
     out = ro.rollout(model, tok, batch)
@@ -154,6 +162,7 @@ def test_rollout_chains_feedback_early_stop_and_credit(tiny):
     assert ro.last.early_stops == 2 and ro.last.chains_correct == 2
     assert ro.last.first_correct_turns == [1, 1]
     assert max(out["turn"]) == 3
+    assert (len(decoded) >= 3) == (cache == "graph") and (not decoded) == (cache == "dynamic")  # once a turn
     # Later turns were prompted with the harness feedback of the attempt before.
     later = [tok.decode(p) for p, t in zip(out["prompt_ids"], out["turn"]) if t > 1]
     assert later and all("SCRIPTED-MISMATCH" in x and prompts.REVISE in x for x in later)
