@@ -19,7 +19,9 @@
 # 5 x 64 tasks took 127 s for the SFT start (its longest samples set the pace) and 25 s per GRPO
 # checkpoint; session 21 judged 320 samples in 37 s: give 64 tasks with one extra checkpoint ~300 s.
 # With EVAL_ARGS "... --start-samples data/models/sft-M-s18/samples_infamily_64x5_T0.5.parquet" (64 infamily tasks x 5
-# at T 0.5, the start sft-M-s18) the start is not sampled again: ~170 s should do (not yet timed).
+# at T 0.5, the start sft-M-s18) the start is not sampled again. Session 28 (H100), with graph decoding
+# (eval's default now): 5 x 64 samples in 8 s, judged in 90 s on a machine that had not prepared those
+# tasks and 22 s on one that had; the dynamic cache took 147 s to sample and ran out of EVAL_S=190.
 # To continue a GRPO run in a later call, set SFT_S=0: back-to-back calls on a warm machine (idle
 # release ~30 s) keep runs/ as long as the call does not carry it, and the next call resumes from the
 # checkpoint left there; on a fresh machine, see EXPORT_GRPO below.
