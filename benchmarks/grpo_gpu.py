@@ -147,9 +147,11 @@ def _checkpoint_model(run: str):
 def evaluate(args) -> None:
     import pandas as pd
     import torch
-    from transformers import AutoTokenizer
 
-    from cudaperf import grpo, policy, runlog
+    from cudaperf import grpo, policy, refine_eval, runlog
+
+    if args.turns < 1:
+        sys.exit(f"--turns must be >= 1, got {args.turns}")
 
     run_dir = ROOT / "data/grpo" / args.run
     # First, before any loading: a run that trained on in-family held-out programs must not be
@@ -173,6 +175,77 @@ def evaluate(args) -> None:
         if earlier != ck:
             policies[f"grpo_step{step}"] = earlier
     dev = "cuda" if torch.cuda.is_available() else "cpu"
+    if args.turns > 1:
+        if args.start_samples:
+            sys.exit("--start-samples holds first attempts only: with --turns > 1 the start is sampled here too")
+        recs, turn_recs = _refine_all(policies, start, tasks, args, dev)
+    else:
+        recs, turn_recs = _single_turn(policies, start, tasks, args, dev), []
+    per = pd.DataFrame(recs)
+    summary = {}
+    for name in policies:
+        s = policy.eval_summary([r for r in recs if r["policy"] == name])
+        if args.turns > 1:  # share of chains correct by each turn, with feedback between (cudaperf.refine_eval)
+            by = refine_eval.pass_by_turn([r for r in turn_recs if r["policy"] == name], args.turns)
+            s.update({f"pass_by_turn{t}": v for t, v in by.items()})
+        summary[name] = {"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
+                         "samples_from": args.start_samples if name == "sft_start" and args.start_samples else "",
+                         "n": args.n, "temperature": args.temperature, "turns": args.turns, **s,
+                         "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None}
+    run_dir.mkdir(parents=True, exist_ok=True)
+    stem = "eval" if args.split == "test" else f"eval_{args.split}"
+    keep_earlier_eval(run_dir, stem, str(ck.relative_to(ROOT)))
+    for out, rows, pair in write_evals(run_dir, stem, per, summary):
+        _log(f"{out}: " + json.dumps(rows, indent=1, default=str))
+        # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
+        _log(f"{out} paired: " + json.dumps(runlog.paired_eval(pair), default=str))
+    if turn_recs:
+        pd.DataFrame(turn_recs).to_parquet(run_dir / f"{stem}_turns.parquet", index=False)
+        _log(f"{stem}_turns.parquet: {len(turn_recs)} attempts; pass by turn: " + json.dumps(
+            {name: [summary[name][f"pass_by_turn{t}"] for t in range(1, args.turns + 1)] for name in policies}))
+
+
+def _refine_all(policies: dict, start: Path, tasks, args, dev: str) -> tuple[list[dict], list[dict]]:
+    """`eval --turns T`: every policy's n chains per task through `refine_eval.refine`, judged between
+    turns. Returns (turn-1 records, as a one-turn evaluation has them; every attempt's record)."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from cudaperf import grpo, policy, refine_eval
+
+    s = grpo.GRPOSettings.for_profile("mini")
+    harness = policy.judge_harness()
+    harness.prepare(tasks)
+    turn_recs: list[dict] = []
+    try:
+        for name, path in policies.items():
+            tok = AutoTokenizer.from_pretrained(str(start))
+            model = _sampling_model(path, dev)
+            t0 = time.perf_counter()
+            got = refine_eval.refine(model, tok, tasks, harness, n=args.n, turns=args.turns,
+                                     temperature=args.temperature, max_new_tokens=args.max_new_tokens,
+                                     max_prompt_tokens=s.max_prompt_tokens, batch_size=args.sample_batch,
+                                     gen_cache=args.gen_cache, seed=args.seed,
+                                     log=lambda m, name=name: _log(f"{name}: {m}"))
+            _log(f"{name}: {len(got)} attempts over {args.turns} turns in {time.perf_counter() - t0:.0f}s")
+            turn_recs += [{"policy": name, **r, "split": args.split} for r in got]
+            del model
+            if dev == "cuda":
+                torch.cuda.empty_cache()
+    finally:
+        harness.close()
+    first = [{k: v for k, v in r.items() if k != "turn"} for r in turn_recs if r["turn"] == 1]
+    return first, turn_recs
+
+
+def _single_turn(policies: dict, start: Path, tasks, args, dev: str) -> list[dict]:
+    """One sample per (task, n): every policy sampled (or the start read from --start-samples),
+    then all judged in one batch. One record per sample."""
+    import torch
+    from transformers import AutoTokenizer
+
+    from cudaperf import policy
+
     samples = {}
     if args.start_samples:
         # The SFT start's samples drawn once (`grpo_gpu.py sample`), checked against this evaluation's
@@ -206,26 +279,11 @@ def evaluate(args) -> None:
     results = harness.evaluate_many(items)
     _log(f"evaluated {len(items)} samples in {time.perf_counter() - t0:.0f}s")
     harness.close()
-    recs = [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
+    return [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
              "compiled": r.compiled, "correct": bool(r.correct), "pass_rate": r.pass_rate,
              "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split,
              **policy.compile_failure(r)}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
-    per = pd.DataFrame(recs)
-    summary = {}
-    for name in policies:
-        s = policy.eval_summary([r for r in recs if r["policy"] == name])
-        summary[name] = {"policy": name, "split": args.split, "checkpoint": str(policies[name].relative_to(ROOT)),
-                         "samples_from": args.start_samples if name == "sft_start" and args.start_samples else "",
-                         "n": args.n, "temperature": args.temperature, **s,
-                         "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None}
-    run_dir.mkdir(parents=True, exist_ok=True)
-    stem = "eval" if args.split == "test" else f"eval_{args.split}"
-    keep_earlier_eval(run_dir, stem, str(ck.relative_to(ROOT)))
-    for out, rows, pair in write_evals(run_dir, stem, per, summary):
-        _log(f"{out}: " + json.dumps(rows, indent=1, default=str))
-        # Task by task: speed compared only where both policies have a correct sample (cudaperf.runlog).
-        _log(f"{out} paired: " + json.dumps(runlog.paired_eval(pair), default=str))
 
 
 def run_start(run: str, root: Path = ROOT) -> str:
@@ -324,7 +382,7 @@ def keep_earlier_eval(run_dir: Path, stem: str, checkpoint: str) -> None:
     if not prev or prev == checkpoint:
         return
     step = prev.rstrip("/").rsplit("-", 1)[-1]
-    for suffix in ("", "_samples"):
+    for suffix in ("", "_samples", "_turns"):
         src = run_dir / f"{stem}{suffix}.parquet"
         if src.exists():
             src.rename(run_dir / f"{stem}_step{step}{suffix}.parquet")
@@ -390,6 +448,10 @@ def main(argv=None) -> None:
                    help="test: held-out families; infamily: held-out programs of the train families; "
                     "seen: programs SFT trained on")
     e.add_argument("--n", type=int, default=5)
+    e.add_argument("--turns", type=int, default=1,
+                   help="attempts per chain with the harness feedback between them (cudaperf.refine_eval); "
+                        "> 1 adds pass_by_turn<t> to the summary and writes <stem>_turns.parquet; pass@1 and "
+                        "the rest come from the first attempts")
     e.add_argument("--temperature", type=float, default=0.8)
     e.add_argument("--max-new-tokens", type=int, default=1024)
     e.add_argument("--sample-batch", type=int, default=256)

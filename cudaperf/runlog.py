@@ -189,6 +189,39 @@ JUDGING_COLUMNS = {"internal_errors": "sum", "released_gb": "max", "batch_repeat
                    "cache_hit_rate": "mean", "t_eval_wall": "median", "t_step": "median"}
 
 
+EVAL_KINDS = ("summary", "samples", "turns")
+
+
+def eval_files(data_dir: str | Path = "data/grpo", kind: str = "summary") -> list[Path]:
+    """The held-out evaluation files `benchmarks/grpo_gpu.py eval` wrote under data_dir/<run>/, sorted:
+    "summary" (eval*.parquet: one row per policy), "samples" (*_samples.parquet: every judged first
+    attempt) or "turns" (*_turns.parquet: every attempt of a multi-turn evaluation, `eval --turns`)."""
+    if kind not in EVAL_KINDS:
+        raise ValueError(f"kind must be one of {EVAL_KINDS}, got {kind!r}")
+    every = sorted(Path(data_dir).glob("*/eval*.parquet"))
+    if kind == "summary":
+        return [f for f in every if not f.stem.endswith(("_samples", "_turns"))]
+    return [f for f in every if f.stem.endswith(f"_{kind}")]
+
+
+def turn_curves(data_dir: str | Path = "data/grpo") -> Any:
+    """One row per (run, eval, policy, turn) of every multi-turn evaluation: the share of chains correct
+    by that turn, averaged over tasks (`refine_eval.pass_by_turn`). Empty frame when there is none."""
+    import pandas as pd
+
+    from cudaperf.refine_eval import pass_by_turn
+
+    rows = []
+    for f in eval_files(data_dir, "turns"):
+        df = pd.read_parquet(f)
+        turns = int(df["turn"].max())
+        for pol, g in df.groupby("policy", sort=False):
+            for t, v in pass_by_turn(g.to_dict("records"), turns).items():
+                rows.append({"run": f.parent.name, "eval": f.stem.removesuffix("_turns"), "policy": pol,
+                             "turn": t, "pass_by_turn": v})
+    return pd.DataFrame(rows, columns=["run", "eval", "policy", "turn", "pass_by_turn"])
+
+
 def judging_table(runs: dict[str, Any]) -> Any:
     """One row per run: attempts the harness could not judge (`internal_errors`, paid as crashes
     unless a retry judged them), the largest policy cache handed back before judging
@@ -206,7 +239,7 @@ def judging_table(runs: dict[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
 
-__all__ = ["JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "load_settings", "paired_eval",
+__all__ = ["EVAL_KINDS", "eval_files", "turn_curves", "JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "load_settings", "paired_eval",
            "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 

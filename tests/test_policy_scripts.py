@@ -287,3 +287,64 @@ def test_grpo_train_passes_scale_rewards_and_beta_to_the_settings(monkeypatch):
     profile = grpo.GRPOSettings.for_profile("mini")
     assert (seen[0].scale_rewards, seen[0].beta) == ("batch", 0.0)
     assert (seen[1].scale_rewards, seen[1].beta) == (profile.scale_rewards, profile.beta)
+
+
+def test_grpo_eval_with_turns_writes_first_attempt_metrics_and_every_turn(saved, tmp_path, monkeypatch):
+    """`grpo_gpu.py eval --turns 2` on this CPU: the tiny policy as both start and checkpoint, a scripted
+    judge (the first attempt wrong, the second correct for chain 0): pass@1 from the first attempts,
+    pass_by_turn1/2 in the summary, every attempt in eval_infamily_turns.parquet."""
+    import shutil
+
+    import pandas as pd
+
+    from cudaperf.result import EvalResult
+
+    d, _ = saved
+    g = _script("grpo_gpu")
+    for sub in ("runs/grpo/r/start_policy", "runs/grpo/r/checkpoint-3"):
+        shutil.copytree(d, tmp_path / sub)
+    (tmp_path / "data/grpo/r").mkdir(parents=True)
+    (tmp_path / "data/grpo/r/settings.json").write_text(json.dumps({"split": "train", "start_from": "x"}))
+    every = dev_tasks()
+
+    class Judge:
+        def __init__(self):
+            self.rounds = 0
+
+        def prepare(self, tasks):
+            return {}
+
+        def close(self):
+            pass
+
+        def evaluate_many(self, items):
+            self.rounds += 1
+            seen: dict[str, int] = {}
+            out = []
+            for t, _ in items:
+                k = seen[t.task_id] = seen.get(t.task_id, -1) + 1
+                ok = self.rounds % 2 == 0 and k == 0  # each policy: turn 2, chain 0
+                out.append(EvalResult(t.task_id, "h", status="correct" if ok else "wrong", compiled=True,
+                                      correct=ok, pass_rate=1.0 if ok else 0.0, speedup=2.0 if ok else None,
+                                      cv=0.0 if ok else None))
+            return out
+
+    monkeypatch.setattr(g, "ROOT", tmp_path)
+    monkeypatch.setattr(g, "_tasks", lambda: every)
+    monkeypatch.setattr(g, "start_folder", lambda run: tmp_path / "runs/grpo/r/start_policy")
+    monkeypatch.setattr(policy, "judge_harness", lambda: Judge())
+    monkeypatch.setattr(policy, "evaluation_tasks", lambda tasks, split, k, seed: list(tasks)[:2])
+    with pytest.raises(SystemExit, match="first attempts only"):
+        g.main(["eval", "--run", "r", "--split", "infamily", "--turns", "2", "--start-samples", "s.parquet"])
+    g.main(["eval", "--run", "r", "--split", "infamily", "--eval-tasks", "2", "--n", "2", "--turns", "2",
+            "--max-new-tokens", "4", "--temperature", "0.7"])
+    run = tmp_path / "data/grpo/r"
+    summ = pd.read_parquet(run / "eval_infamily.parquet").set_index("policy")
+    assert list(summ.index) == ["sft_start", "grpo"] and (summ["turns"] == 2).all()
+    assert (summ["pass@1"] == 0.0).all() and (summ["pass_by_turn1"] == 0.0).all()
+    assert (summ["pass_by_turn2"] == 0.5).all()  # one of each task's two chains, on its second attempt
+    turns = pd.read_parquet(run / "eval_infamily_turns.parquet")
+    assert len(turns) == 2 * (4 + 4) and set(turns["turn"]) == {1, 2}  # 2 policies x (4 first + 4 second)
+    assert len(pd.read_parquet(run / "eval_infamily_samples.parquet")) == 2 * 4  # first attempts only
+    with pytest.raises(SystemExit, match="turns must be"):
+        g.main(["eval", "--run", "r", "--turns", "0"])

@@ -187,3 +187,31 @@ def test_load_settings_reads_a_runs_settings_or_gives_an_empty_dict(tmp_path):
     (tmp_path / "r" / "settings.json").write_text('{"max_tasks": 128, "calls": []}')
     assert runlog.load_settings("r", tmp_path) == {"max_tasks": 128, "calls": []}
     assert runlog.load_settings("absent", tmp_path) == {}
+
+
+def test_eval_files_by_kind_and_turn_curves(tmp_path):
+    import pandas as pd
+
+    run = tmp_path / "r"
+    run.mkdir()
+    for stem in ("eval_infamily", "eval_infamily_samples", "eval_infamily_turns", "eval_infamily_step9",
+                 "eval_infamily_step9_samples"):
+        pd.DataFrame({"x": [1]}).to_parquet(run / f"{stem}.parquet")
+    names = {k: [f.stem for f in runlog.eval_files(tmp_path, k)] for k in runlog.EVAL_KINDS}
+    assert names == {"summary": ["eval_infamily", "eval_infamily_step9"],
+                     "samples": ["eval_infamily_samples", "eval_infamily_step9_samples"],
+                     "turns": ["eval_infamily_turns"]}
+    with pytest.raises(ValueError, match="kind"):
+        runlog.eval_files(tmp_path, "logs")
+    # chains: start a/0 correct at turn 2, a/1 never; grpo a/0 at turn 1, a/1 at turn 3
+    rows = [("sft_start", 0, 1, False), ("sft_start", 1, 1, False), ("sft_start", 0, 2, True),
+            ("sft_start", 1, 2, False), ("sft_start", 1, 3, False),
+            ("grpo", 0, 1, True), ("grpo", 1, 1, False), ("grpo", 1, 2, False), ("grpo", 1, 3, True)]
+    pd.DataFrame([{"policy": p, "task_id": "a", "sample": s, "turn": t, "correct": c, "flags": []}
+                  for p, s, t, c in rows]).to_parquet(run / "eval_infamily_turns.parquet")
+    cur = runlog.turn_curves(tmp_path)
+    got = {(r.policy, r.turn): r.pass_by_turn for r in cur.itertuples()}
+    assert got == {("sft_start", 1): 0.0, ("sft_start", 2): 0.5, ("sft_start", 3): 0.5,
+                   ("grpo", 1): 0.5, ("grpo", 2): 0.5, ("grpo", 3): 1.0}
+    assert set(cur["eval"]) == {"eval_infamily"} and set(cur["run"]) == {"r"}
+    assert runlog.turn_curves(tmp_path / "none").empty
