@@ -125,9 +125,16 @@ if [ "$EVAL_TASKS" -gt 0 ]; then
   timeout -s ABRT "$EVAL_S" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
     --eval-tasks "$EVAL_TASKS" ${EVAL_ARGS:-} > "$OUT/grpo_eval.log" 2>&1
   echo "== grpo eval rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval.log" | tail -6 | cut -c1-400
+  # EVAL_ARGS2: a second evaluation in the same call, e.g. "--split infamily --temperature 0.5 --turns 3"
+  # (its files are eval_<split>_t3*.parquet: the one-turn evaluation above stays), EVAL2_S seconds.
+  if [ -n "${EVAL_ARGS2:-}" ]; then
+    timeout -s ABRT "${EVAL2_S:-$EVAL_S}" python3 -X faulthandler benchmarks/grpo_gpu.py eval --run "$RUN" \
+      --eval-tasks "$EVAL_TASKS" $EVAL_ARGS2 > "$OUT/grpo_eval2.log" 2>&1
+    echo "== grpo eval 2 rc=$?"; grep "grpo_gpu" "$OUT/grpo_eval2.log" | tail -4 | cut -c1-400
+  fi
 fi
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUT/gpu.txt" 2>&1
-echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" GEN_SPEED=\"${GEN_SPEED:-}\" GEN_SPEED_ALLOC=\"${GEN_SPEED_ALLOC:-}\" PYTORCH_CUDA_ALLOC_CONF=\"${PYTORCH_CUDA_ALLOC_CONF:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
+echo "RUN=$RUN ABLATION=$ABLATION SFT_S=$SFT_S SFT_ARGS=\"$SFT_ARGS\" START=$START GRPO_S=$GRPO_S STEPS=$STEPS GRPO_ARGS=\"$GRPO_ARGS\" EVAL_TASKS=$EVAL_TASKS EVAL_ARGS=\"${EVAL_ARGS:-}\" EVAL_ARGS2=\"${EVAL_ARGS2:-}\" GEN_SPEED=\"${GEN_SPEED:-}\" GEN_SPEED_ALLOC=\"${GEN_SPEED_ALLOC:-}\" PYTORCH_CUDA_ALLOC_CONF=\"${PYTORCH_CUDA_ALLOC_CONF:-}\" PROBE_TEMPS=\"${PROBE_TEMPS:-}\" PROBE_SPLITS=\"${PROBE_SPLITS:-seen}\" bash benchmarks/gpu_grpo.sh (commit ${CUDAPERF_COMMIT:-$(git rev-parse --short HEAD 2>/dev/null)})" >> "$OUT/gpu.txt"
 kill "$SNAP_PID" 2>/dev/null; wait "$SNAP_PID" 2>/dev/null
 snapshot; rm -f "$OUT/.grpo_snap.tgz"
 # The logs in one file: $OUT returns at most 8 files, and the model parts take most of them.

@@ -193,7 +193,7 @@ def evaluate(args) -> None:
                          "n": args.n, "temperature": args.temperature, "turns": args.turns, **s,
                          "gpu": torch.cuda.get_device_name(0) if dev == "cuda" else None}
     run_dir.mkdir(parents=True, exist_ok=True)
-    stem = "eval" if args.split == "test" else f"eval_{args.split}"
+    stem = eval_stem(args.split, args.turns)
     keep_earlier_eval(run_dir, stem, str(ck.relative_to(ROOT)))
     for out, rows, pair in write_evals(run_dir, stem, per, summary):
         _log(f"{out}: " + json.dumps(rows, indent=1, default=str))
@@ -284,6 +284,13 @@ def _single_turn(policies: dict, start: Path, tasks, args, dev: str) -> list[dic
              "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split,
              **policy.compile_failure(r)}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
+
+
+def eval_stem(split: str, turns: int = 1) -> str:
+    """File stem of an evaluation: eval (held-out families), eval_<split>, and _t<T> for a multi-turn one,
+    so that `eval --turns 3` never replaces the one-turn evaluation of the same checkpoint."""
+    stem = "eval" if split == "test" else f"eval_{split}"
+    return f"{stem}_t{turns}" if turns > 1 else stem
 
 
 def run_start(run: str, root: Path = ROOT) -> str:

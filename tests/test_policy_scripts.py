@@ -339,12 +339,14 @@ def test_grpo_eval_with_turns_writes_first_attempt_metrics_and_every_turn(saved,
     g.main(["eval", "--run", "r", "--split", "infamily", "--eval-tasks", "2", "--n", "2", "--turns", "2",
             "--max-new-tokens", "4", "--temperature", "0.7"])
     run = tmp_path / "data/grpo/r"
-    summ = pd.read_parquet(run / "eval_infamily.parquet").set_index("policy")
+    summ = pd.read_parquet(run / "eval_infamily_t2.parquet").set_index("policy")
     assert list(summ.index) == ["sft_start", "grpo"] and (summ["turns"] == 2).all()
     assert (summ["pass@1"] == 0.0).all() and (summ["pass_by_turn1"] == 0.0).all()
     assert (summ["pass_by_turn2"] == 0.5).all()  # one of each task's two chains, on its second attempt
-    turns = pd.read_parquet(run / "eval_infamily_turns.parquet")
+    turns = pd.read_parquet(run / "eval_infamily_t2_turns.parquet")
     assert len(turns) == 2 * (4 + 4) and set(turns["turn"]) == {1, 2}  # 2 policies x (4 first + 4 second)
-    assert len(pd.read_parquet(run / "eval_infamily_samples.parquet")) == 2 * 4  # first attempts only
+    assert len(pd.read_parquet(run / "eval_infamily_t2_samples.parquet")) == 2 * 4  # first attempts only
+    assert not (run / "eval_infamily.parquet").exists()  # a one-turn evaluation's files are not touched
+    assert g.eval_stem("test") == "eval" and g.eval_stem("infamily", 3) == "eval_infamily_t3"
     with pytest.raises(SystemExit, match="turns must be"):
         g.main(["eval", "--run", "r", "--turns", "0"])
