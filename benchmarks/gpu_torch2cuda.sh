@@ -2,7 +2,8 @@
 # torch2cuda on the GPU in one device call: the torchtasks gpu tests (TEST_S, 0 = skip), then
 # `python -m cudaperf.torchtasks.verify` resuming from the committed rows for the time left of
 # BUDGET_S (a hard limit kills what still runs, so nothing outlives the call's budget), then
-# (KB_S > 0) the KernelBench self-check on level 1. Carry .whl, .prebuilt/torch2cuda.tar.gz and,
+# (KB_S > 0) the KernelBench self-check on level 1, its KB_S seconds taken out of BUDGET_S (the verify
+# gets BUDGET_S - KB_S and starts only with 150 s of it left: session 28's BUDGET_S=220 KB_S=140 skipped it). Carry .whl, .prebuilt/torch2cuda.tar.gz and,
 # for the self-check, .prebuilt/kernelbench_l1_l3.jsonl. PREBUILT names another archive, e.g. one packed
 # with `prebuilt pack --skip-done` for only the tasks not yet measured (smaller, installs faster). Copy $OUT/torch2cuda_<gpu>.jsonl to
 # data/measurements/ and the logs to data/bench/.
