@@ -217,9 +217,9 @@ def _refine_all(policies: dict, start: Path, tasks, args, dev: str) -> tuple[lis
     harness = policy.judge_harness()
     harness.prepare(tasks)
     turn_recs: list[dict] = []
+    tok = AutoTokenizer.from_pretrained(str(start))
     try:
         for name, path in policies.items():
-            tok = AutoTokenizer.from_pretrained(str(start))
             model = _sampling_model(path, dev)
             t0 = time.perf_counter()
             got = refine_eval.refine(model, tok, tasks, harness, n=args.n, turns=args.turns,
@@ -256,10 +256,10 @@ def _single_turn(policies: dict, start: Path, tasks, args, dev: str) -> list[dic
         except ValueError as e:
             sys.exit(f"--start-samples: {e}")
         _log(f"sft_start: {args.n} x {len(tasks)} samples from {args.start_samples}")
+    tok = AutoTokenizer.from_pretrained(str(start))
     for name, path in policies.items():
         if name in samples:
             continue
-        tok = AutoTokenizer.from_pretrained(str(start))
         model = _sampling_model(path, dev)
         t0 = time.perf_counter()
         samples[name] = _draw(model, tok, tasks, args)
@@ -279,10 +279,7 @@ def _single_turn(policies: dict, start: Path, tasks, args, dev: str) -> list[dic
     results = harness.evaluate_many(items)
     _log(f"evaluated {len(items)} samples in {time.perf_counter() - t0:.0f}s")
     harness.close()
-    return [{"policy": name, "task_id": t.task_id, "family": t.family, "sample": j, "status": r.status,
-             "compiled": r.compiled, "correct": bool(r.correct), "pass_rate": r.pass_rate,
-             "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags), "code": code, "split": args.split,
-             **policy.compile_failure(r)}
+    return [{"policy": name, **policy.judged_sample(t, j, r, code), "split": args.split}
             for (name, t, j), r, (_, code) in zip(keys, results, items)]
 
 

@@ -271,13 +271,10 @@ def evaluate(args) -> None:
             if s != size:
                 continue
             t = by_id[r["task_id"]]
-            rows.append({"model": f"sft-{size}", "split": args.split, "task_id": t.task_id, "family": t.family,
-                         "sample": r["sample"], "status": res.status, "compiled": res.compiled,
-                         "correct": bool(res.correct), "pass_rate": res.pass_rate, "speedup": res.speedup,
-                         "cv": res.cv, "runtime_ms": res.runtime_ms, "flags": list(res.flags),
-                         "message": res.message, "completion_tokens": r["completion_tokens"],
-                         **policy.compile_failure(res), "signature": policy.signature_match(r["code"], t),
-                         "code": r["code"], "prepare_error": bad.get(t.task_id, "")})
+            rows.append({"model": f"sft-{size}", "split": args.split, **policy.judged_sample(t, r["sample"], res, r["code"]),
+                         "runtime_ms": res.runtime_ms, "message": res.message,
+                         "completion_tokens": r["completion_tokens"], "signature": policy.signature_match(r["code"], t),
+                         "prepare_error": bad.get(t.task_id, "")})
         # One file per shard; the summary covers every shard evaluated so far (and says how many).
         name = f"{stem}.parquet" if sk == 1 else f"{stem}-{si}of{sk}.parquet"
         pd.DataFrame(rows).to_parquet(d / name, index=False)

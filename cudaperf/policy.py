@@ -925,6 +925,15 @@ def compile_failure(res: Any) -> dict[str, str]:
     return {"error_class": cls, "first_error": first[:300]}
 
 
+def judged_sample(task: Task, sample: int, res: Any, code: str) -> dict[str, Any]:
+    """The per-sample columns every held-out evaluation keeps for one judged sample (an EvalResult):
+    task, sample index, the harness verdict, the code and, for an nvcc rejection, its error class."""
+    return {"task_id": task.task_id, "family": task.family, "sample": sample, "status": res.status,
+            "compiled": res.compiled, "correct": bool(res.correct), "pass_rate": res.pass_rate,
+            "speedup": res.speedup, "cv": res.cv, "flags": list(res.flags), "code": code,
+            **compile_failure(res)}
+
+
 def error_class_of(message: str) -> str:
     """The ERROR_CLASSES name of one nvcc error message ("other" when none matches)."""
     import re
@@ -1101,7 +1110,7 @@ def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
+__all__ = ["CHAT_TEMPLATE", "judged_sample", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
            "eval_summary", "extract_codes", "filter_by_length", "generate_tokens", "get_tokenizer", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",

@@ -35,7 +35,7 @@ def refine(model, tokenizer, tasks: Sequence[Task], harness: Any, *, n: int, tur
            batch_size: int = 256, gen_cache: str = "graph", seed: int | None = None,
            log: Callable[[str], Any] | None = None) -> list[dict[str, Any]]:
     """Every attempt of n chains per task, at most `turns` each (see the module docstring)."""
-    from cudaperf.policy import compile_failure
+    from cudaperf.policy import judged_sample
     from cudaperf.rollout import MultiTurnRollout, _Chain
 
     if n < 1 or turns < 1:
@@ -57,10 +57,7 @@ def refine(model, tokenizer, tasks: Sequence[Task], harness: Any, *, n: int, tur
         codes = [extract_code(x) for x in tokenizer.batch_decode([c for _, c in gen], skip_special_tokens=True)]
         results = harness.evaluate_many([(ch.task, c) for ch, c in zip(active, codes)])
         for ch, code, r in zip(active, codes, results):
-            rec = {"task_id": ch.task.task_id, "family": ch.task.family, "sample": ch.lane, "turn": turn,
-                   "status": r.status, "compiled": r.compiled, "correct": bool(r.correct),
-                   "pass_rate": r.pass_rate, "speedup": r.speedup, "cv": r.cv, "flags": list(r.flags),
-                   "code": code, **compile_failure(r)}
+            rec = {**judged_sample(ch.task, ch.lane, r, code), "turn": turn}
             records.append(rec)
             ch.attempts.append((code, r))
             ch.done = is_correct(rec) or len(ch.attempts) >= turns

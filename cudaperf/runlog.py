@@ -287,7 +287,7 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
         # The 30 s target is for a one-turn step; a multi-turn step generates and judges T times.
         base["fresh_step_within_target"] = (None if math.isnan(base["fresh_step_s_latest"]) or turns not in (1, None)
                                             else bool(base["fresh_step_s_latest"] <= STEP_TARGET_S))
-        evals = sorted(Path(data_dir, name).glob("eval*_samples.parquet"))
+        evals = [f for f in eval_files(data_dir, "samples") if f.parent.name == name]
         if not evals:
             rows.append(base)
         for f in evals:
