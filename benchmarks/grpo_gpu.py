@@ -97,6 +97,8 @@ def train(args) -> None:
         over["scale_rewards"] = args.scale_rewards
     if args.split:
         over["split"] = args.split
+    if args.prepare_ahead is not None:
+        over["prepare_ahead"] = args.prepare_ahead
     if args.alpha_speed is not None:
         if args.alpha_speed < 0:
             sys.exit(f"--alpha-speed must be >= 0, got {args.alpha_speed}")
@@ -428,6 +430,8 @@ def main(argv=None) -> None:
                    help="left-pad rollout prompts to a multiple of this many tokens (0 = no rounding)")
     t.add_argument("--compile-ahead", type=int, default=0,
                    help="threads compiling attempts that end while their batch still generates (0 = off)")
+    t.add_argument("--prepare-ahead", type=int, default=None,
+                   help="threads preparing the next step's tasks while this step is judged (profile: 8; 0 = off)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--scale-rewards", default="", choices=["", "group", "batch", "none"],
                    help="TRL scale_rewards ('' = profile: group). group divides each task's advantages by that "

@@ -43,6 +43,7 @@ from typing import Any, Sequence
 from cudaperf.config import _f, settings_for_profile
 from cudaperf.policy import INFAMILY_EVAL_SLICE, JUDGE_RUNNERS_PER_GPU
 from cudaperf.rollout import MultiTurnRollout, StepStats, TurnReturn
+from cudaperf.schedule import StepSchedule
 from cudaperf.tasks import Task
 
 logger = logging.getLogger(__name__)
@@ -83,6 +84,9 @@ class GRPOSettings:
     gen_pad_multiple: int = _f(0, "Left-pad each generation batch's prompts to a multiple of this many tokens "
                                   "(0: to the longest prompt only): with the static cache, fewer shapes for "
                                   "the compiled decoding step (policy.encode_prompts).")
+    prepare_ahead: int = _f(8, "Threads preparing the next step's tasks (naive builds, perf-size references) while "
+                               "this step is judged and updated (cudaperf.schedule); 0 = each step prepares its "
+                               "own beside its generation only.")
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
@@ -136,6 +140,8 @@ class GRPOSettings:
             raise ValueError("turns >= 1 and group_size >= 2 (GRPO compares attempts in a group)")
         if not 0.0 <= self.gamma <= 1.0:
             raise ValueError("gamma must be in [0, 1]")
+        if self.prepare_ahead < 0 or self.compile_ahead < 0:
+            raise ValueError("prepare_ahead and compile_ahead are thread counts (>= 0)")
 
 
 _PROFILES = {
@@ -270,6 +276,11 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         # The step's task preparation runs beside generation (MultiTurnRollout); only the wait for
         # it is inside t_eval_wall.
         "t_prepare": st.prepare_s, "t_prepare_wait": st.prepare_wait_s,
+        # The previous step's preparation of this step's tasks (cudaperf.schedule; nan when off),
+        # whether it was still running when this step began, and whether this step took the tasks
+        # its schedule names (what the next step's preparation relies on).
+        "t_prepare_ahead": st.ahead_prepare_s, "prepare_ahead_busy": st.ahead_prepare_busy,
+        "schedule_match": st.schedule_match,
         "cpu_compile_s": st.compile_s, "cpu_execution_s": st.execution_s,
         "cache_hits": st.cache_hits, "cache_lookups": st.cache_lookups,
         "cache_hit_rate": st.cache_hits / st.cache_lookups if st.cache_lookups else float("nan"),
@@ -535,19 +546,23 @@ def warm_start(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings,
     return len(ex), tr.state.global_step, stop.loss
 
 
-def dataset_rows(tasks: Sequence[Task], tasks_per_step: int, world_size: int = 1) -> list[dict]:
-    """The trainer's dataset: one prompt row per task, repeated until one step's prompts fit.
+def dataset_rows(tasks: Sequence[Task], tasks_per_step: int, world_size: int = 1, *, steps: int = 0,
+                 seed: int = 0) -> list[dict]:
+    """The trainer's dataset: one prompt row per task, in the order the run takes them
+    (`cudaperf.schedule.task_order`: a seeded permutation per pass over the pool, for `steps`
+    steps; TRL's shuffling is off, so the rollout can prepare the next step's tasks ahead).
 
     A probe-filtered run may keep fewer tasks than a step takes, and a step takes tasks_per_step
     prompts on every process: TRL's sampler drops an incomplete global batch, so a shorter
-    dataset would leave the processes nothing to train on."""
+    dataset would leave the processes nothing to train on; such a pool is repeated to fill one
+    step. With `steps` <= 0 the pool is given once, in its own order."""
     from cudaperf import prompts
+    from cudaperf.schedule import task_order
 
-    rows = [{"prompt": prompts.task_prompt(t), "task_id": t.task_id} for t in tasks]
+    by_id = {t.task_id: t for t in tasks}
     need = tasks_per_step * max(1, world_size)
-    while rows and len(rows) < need:
-        rows += rows[:need - len(rows)]
-    return rows
+    order = task_order([t.task_id for t in tasks], need, steps, seed) if need else []
+    return [{"prompt": prompts.task_prompt(by_id[i]), "task_id": i} for i in order]
 
 
 def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, profile,
@@ -576,12 +591,15 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
                                top_p=s.top_p, gen_batch_size=s.gen_batch_size,
                                turn_baseline=s.turn_baseline, gen_cache=s.gen_cache,
-                               gen_pad_multiple=s.gen_pad_multiple, compile_ahead_workers=s.compile_ahead)
+                               gen_pad_multiple=s.gen_pad_multiple, compile_ahead_workers=s.compile_ahead,
+                               prepare_ahead_workers=s.prepare_ahead)
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))
         weights.append(w_str)
-    data = Dataset.from_list(dataset_rows(tasks, s.tasks_per_step, int(os.environ.get("WORLD_SIZE", "1"))))
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    data = Dataset.from_list(dataset_rows(tasks, s.tasks_per_step, world, steps=s.steps, seed=s.seed))
+    rollout.schedule = StepSchedule(tuple(data["task_id"]), s.tasks_per_step, max(1, world))
     cuda = torch.cuda.is_available()
     args = GRPOConfig(
         output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,
@@ -593,6 +611,9 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
         bf16=cuda and torch.cuda.is_bf16_supported() and not s.quantize_4bit,
         disable_tqdm=True, log_completions=False, weight_decay=0.0, dataloader_num_workers=0,
         remove_unused_columns=False, gradient_checkpointing=False,
+        # The dataset is already in the run's order (dataset_rows): the rollout reads step k+1's
+        # tasks from it to prepare them during step k.
+        shuffle_dataset=False,
     )
     policy.training_attention(s.cudnn_attention)
     trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=args, train_dataset=data,

@@ -185,8 +185,9 @@ class Harness:
         return {"cudaperf": __version__, "toolchain": toolchain_id(), "arch": self.arch}
 
     # ------------------------------------------------------------------ public API
-    def prepare(self, tasks: Sequence[Task], *, progress: bool = False) -> dict[str, str]:
-        """Per-task one-off work, in parallel on all cores: the naive variant's build and the
+    def prepare(self, tasks: Sequence[Task], *, progress: bool = False, workers: int = 0) -> dict[str, str]:
+        """Per-task one-off work, in parallel on all cores (or `workers` threads: a GRPO rollout
+        preparing the next step's tasks while this step is judged leaves it the rest): the naive variant's build and the
         reference outputs for every test and seed of the pool (perf-size ones only when they
         all fit in the reference memory cache; otherwise they are made at first use).
 
@@ -226,7 +227,7 @@ class Harness:
             if bar is not None:
                 bar.update(1)
 
-        with ThreadPoolExecutor(max_workers=self.cfg.compile_jobs or os.cpu_count() or 1) as ex:
+        with ThreadPoolExecutor(max_workers=workers or self.cfg.compile_jobs or os.cpu_count() or 1) as ex:
             list(ex.map(naive, with_naive))
             list(ex.map(ref, jobs))
         if bar is not None:

@@ -81,6 +81,9 @@ class StepStats:
     execution_s: float = 0.0  # summed over candidates: runner start, checks, timing, recheck
     prepare_s: float = 0.0  # the step's task preparation, run beside the first generation
     prepare_wait_s: float = 0.0  # how long judging then waited for it (inside eval_wall_s)
+    schedule_match: float = float("nan")  # 1: the step took the tasks its schedule names; nan: no schedule
+    ahead_prepare_s: float = float("nan")  # the previous step's preparation of this step's tasks
+    ahead_prepare_busy: float = float("nan")  # 1: that preparation was still running when this step began
     compile_rate: float = 0.0
     correct_rate: float = 0.0
     speedups: list[float] = field(default_factory=list)
@@ -140,7 +143,8 @@ class MultiTurnRollout:
                  stop_speedup: float = 1.5, max_new_tokens: int = 512,
                  max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
                  gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic",
-                 gen_pad_multiple: int = 0, compile_ahead_workers: int = 0):
+                 gen_pad_multiple: int = 0, compile_ahead_workers: int = 0, prepare_ahead_workers: int = 0,
+                 schedule: Any = None):
         if turns < 1:
             raise ValueError("turns must be >= 1")
         if not 0.0 <= gamma <= 1.0:
@@ -164,6 +168,13 @@ class MultiTurnRollout:
         # > 0: compile attempts that have ended while their batch still generates, on this many
         # threads (cudaperf.compileahead); judging then finds the builds in the compile cache.
         self.compile_ahead_workers = compile_ahead_workers
+        # With a schedule (cudaperf.schedule.StepSchedule: the trainer's rows in run order) and
+        # > 0 workers, the next step's tasks are prepared once this step's are (see rollout()).
+        self.prepare_ahead_workers = prepare_ahead_workers
+        self.schedule = schedule
+        # The last step's lookahead preparation: its thread and how long it took (once done),
+        # logged with the step it prepared.
+        self._ahead: tuple[threading.Thread, dict[str, float]] | None = None
         self.turn_baseline = turn_baseline
         self.last = StepStats()
         self.__name__ = "multi_turn_rollout"
@@ -254,15 +265,21 @@ class MultiTurnRollout:
             model.train(was_training)
         return out
 
-    def _prepare_beside_generation(self, tasks: list[Task], st: StepStats):
+    def _prepare_beside_generation(self, tasks: list[Task], st: StepStats,
+                                   ahead: list[Task] = ()) -> threading.Event | None:
         """Start the harness's per-task work for this step's tasks (the naive variant's build, the
         call shim, the perf-size references: `Harness.prepare`) on a thread, so that it runs on the
         CPU cores that sit idle while the policy generates on the GPU, instead of in front of the
-        first candidates of each task when judging starts. Only with a GPU: without one nothing
-        runs and the references would be wasted work. Returns the thread (joined before judging)
-        or None. A failure here is not fatal: judging prepares lazily anyway, and reports it."""
+        first candidates of each task when judging starts. Then, on the same thread and with
+        `prepare_ahead_workers` threads, the same for `ahead` (the next step's tasks), while this
+        step is judged and updated. Only with a GPU: without one nothing runs and the references
+        would be wasted work. Returns an event set once this step's tasks are prepared (judging
+        waits for it), or None. A failure here is not fatal: judging prepares lazily anyway, and
+        reports it."""
         if not getattr(self.harness, "has_gpu", False) or not hasattr(self.harness, "prepare"):
             return None
+        done = threading.Event()
+        took = {"s": float("nan")}
 
         def work() -> None:
             t = time.perf_counter()
@@ -271,19 +288,46 @@ class MultiTurnRollout:
             except Exception:  # noqa: BLE001 - judging redoes what is missing and records errors
                 pass
             st.prepare_s = time.perf_counter() - t
+            done.set()
+            if ahead:
+                t = time.perf_counter()
+                try:
+                    self.harness.prepare(ahead, workers=self.prepare_ahead_workers)
+                except Exception:  # noqa: BLE001 - the next step prepares its own tasks again
+                    pass
+                took["s"] = time.perf_counter() - t
 
+        if self._ahead is not None:  # the previous step's lookahead: was it done in time?
+            st.ahead_prepare_busy = float(self._ahead[0].is_alive())
+            st.ahead_prepare_s = self._ahead[1]["s"]  # nan while it still runs
         th = threading.Thread(target=work, name="rollout-prepare", daemon=True)
         th.start()
-        return th
+        self._ahead = (th, took) if ahead else None
+        return done
+
+    def _next_tasks(self, trainer, prompts: list, st: StepStats) -> list[Task]:
+        """The next step's tasks by the schedule, when this step took the tasks the schedule names
+        for it (TRL's global_step counts the steps done, so it is this step's 0-based index)."""
+        if self.schedule is None or not self.prepare_ahead_workers:
+            return []
+        step = int(getattr(getattr(trainer, "state", None), "global_step", -1))
+        rank = int(getattr(getattr(trainer, "accelerator", None), "process_index", 0))
+        now = {self.task_of(p).task_id for p in prompts}
+        st.schedule_match = float(now == set(self.schedule.tasks_at(step, rank)))
+        if not st.schedule_match:
+            return []
+        return [self.tasks[i] for i in dict.fromkeys(self.schedule.tasks_at(step + 1, rank)) if i in self.tasks]
 
     # ------------------------------------------------------------------ TRL entry point
     def __call__(self, prompts: list, trainer) -> dict[str, list]:
         model = trainer.accelerator.unwrap_model(trainer.model)
         tok = trainer.processing_class
-        return self.rollout(model, tok, prompts)
-
-    def rollout(self, model, tok, prompts: list) -> dict[str, list]:
         st = StepStats()
+        return self.rollout(model, tok, prompts, ahead=self._next_tasks(trainer, prompts, st), st=st)
+
+    def rollout(self, model, tok, prompts: list, ahead: Sequence[Task] = (),
+                st: StepStats | None = None) -> dict[str, list]:
+        st = st if st is not None else StepStats()
         store = getattr(self.harness, "store", None)
         h0 = (store.hits, store.misses) if store is not None else (0, 0)
         # Rows of one task: TRL repeats each prompt num_generations times.
@@ -301,7 +345,8 @@ class MultiTurnRollout:
                 lanes.append(_Chain(self.tasks[tid], lane, cid))
                 cid += 1
         chains.extend(lanes)
-        prep = self._prepare_beside_generation([self.tasks[tid] for tid in groups], st)
+        prep = self._prepare_beside_generation([self.tasks[tid] for tid in groups], st,
+                                               [t for t in ahead if t.task_id not in groups])
         while True:
             active = []
             for k, ch in enumerate(lanes):
@@ -324,7 +369,7 @@ class MultiTurnRollout:
             codes = [extract_code(x) for x in texts]
             t = time.perf_counter()
             if prep is not None:
-                prep.join()
+                prep.wait()
                 prep = None
                 st.prepare_wait_s = time.perf_counter() - t
             if getattr(self.harness, "has_gpu", False):

@@ -231,11 +231,15 @@ class PreparingHarness(ScriptedHarness):
     def __init__(self, fail: bool = False):
         super().__init__()
         self.prepared: list[str] = []
+        self.prep_calls: list[tuple[list[str], int]] = []  # (task ids, workers) of every prepare call
         self.fail = fail
         self.prep_done_at = None
         self.eval_at = None
 
-    def prepare(self, tasks):
+    def prepare(self, tasks, workers=0):
+        self.prep_calls.append((sorted(t.task_id for t in tasks), workers))
+        if self.prep_calls[-1][0] != self.prepared and len(self.prep_calls) > 1:
+            return {}  # the lookahead (next step's tasks): quick, and not what this step waits for
         time.sleep(0.3)
         self.prepared = sorted(t.task_id for t in tasks)
         self.prep_done_at = time.perf_counter()
@@ -266,6 +270,42 @@ def test_rollout_prepares_the_step_tasks_beside_generation(tiny, fail):
     ro2 = MultiTurnRollout(tasks, h2, RewardConfig(), None, turns=1, max_new_tokens=4)
     ro2.rollout(model, tok, [prompts.task_prompt(tasks[0])])
     assert ro2.last.prepare_s == 0.0
+
+
+class FakeTrainer:
+    """What MultiTurnRollout.__call__ reads from TRL's trainer."""
+
+    def __init__(self, model, tok, step: int, rank: int = 0):
+        from types import SimpleNamespace
+
+        self.model, self.processing_class = model, tok
+        self.state = SimpleNamespace(global_step=step)
+        self.accelerator = SimpleNamespace(process_index=rank, unwrap_model=lambda m: m)
+
+
+def test_rollout_prepares_the_next_steps_tasks_by_the_schedule(tiny):
+    from cudaperf.schedule import StepSchedule
+
+    model, tok, tasks = tiny
+    tasks = tasks[:4]
+    a, b, c, d = (t.task_id for t in tasks)
+    h = PreparingHarness()
+    ro = MultiTurnRollout(tasks, h, RewardConfig(), None, turns=1, max_new_tokens=4,
+                          prepare_ahead_workers=3, schedule=StepSchedule((a, b, c, d), tasks_per_step=2))
+    step_prompts = lambda ts: [prompts.task_prompt(t) for t in ts for _ in range(2)]  # noqa: E731
+    ro(step_prompts(tasks[:2]), FakeTrainer(model, tok, step=0))
+    time.sleep(0.2)  # the lookahead thread outlives the step
+    assert h.prep_calls[0] == (sorted([a, b]), 0)  # this step's tasks, on every core
+    assert h.prep_calls[1] == (sorted([c, d]), 3)  # then step 1's, on the lookahead's threads
+    assert ro.last.schedule_match == 1.0
+    ro(step_prompts(tasks[2:]), FakeTrainer(model, tok, step=1))
+    assert ro.last.schedule_match == 1.0 and ro.last.ahead_prepare_busy == 0.0
+    assert ro.last.ahead_prepare_s >= 0.0
+    assert len(h.prep_calls) == 3  # the last step of the schedule: nothing after it to prepare
+    # tasks the schedule does not name for this step (another sampler order): no lookahead
+    n = len(h.prep_calls)
+    ro(step_prompts(tasks[:2]), FakeTrainer(model, tok, step=1))
+    assert ro.last.schedule_match == 0.0 and len(h.prep_calls) == n + 1
 
 
 # --------------------------------------------------------------------------- smoke run
@@ -359,6 +399,35 @@ def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
     few, _ = grpo.build_trainer(model, tok, tasks[:1], replace(s, tasks_per_step=3), get_profile("smoke"),
                                 tmp_path / "few", structural=None, harness=ScriptedHarness())
     assert few.train_dataset["task_id"] == [tasks[0].task_id] * 3
+
+
+def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path):
+    """TRL's sampler, with shuffling off, gives step k the k-th slice of the dataset: the rollout's
+    lookahead (cudaperf.schedule) prepares what the next step really takes."""
+    model, tok, tasks = tiny
+    tasks = tasks[:5]  # 5 tasks, 2 a step: each pass drops one, so passes differ
+    s = grpo.GRPOSettings.for_profile("smoke", ablation="ver_only", beta=0.0, tasks_per_step=2, group_size=2,
+                                      turns=1, steps=4, max_new_tokens=4, save_steps=100)
+    h = ScriptedHarness()
+    trainer, ro = grpo.build_trainer(model, tok, tasks, s, get_profile("smoke"), tmp_path,
+                                     structural=None, harness=h)
+    assert trainer.args.shuffle_dataset is False and ro.schedule is not None
+    matches = []
+    orig = ro._next_tasks
+
+    def spy(tr, prompts, st):
+        out = orig(tr, prompts, st)
+        matches.append((st.schedule_match, [t.task_id for t in out]))
+        return out
+
+    ro._next_tasks = spy
+    trainer.train()
+    order = list(trainer.train_dataset["task_id"])
+    assert len(order) == 8 and len(h.calls) == 4
+    for k in range(4):
+        assert sorted(set(h.calls[k])) == sorted(set(order[2 * k:2 * k + 2])), (k, h.calls, order)
+    assert [m for m, _ in matches] == [1.0] * 4
+    assert [nxt for _, nxt in matches] == [order[2 * k + 2:2 * k + 4] for k in range(4)]
 
 
 def test_dataset_rows_fill_one_step_on_every_process(tiny):

@@ -254,6 +254,9 @@ def test_grpo_train_passes_its_options_to_the_settings(monkeypatch):
     assert seen["settings"].split == "train" and seen["settings"].alpha_speed < 0  # the profile's
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--alpha-speed", "0.25"])
     assert seen["settings"].alpha_speed == 0.25
+    assert seen["settings"].prepare_ahead == 8  # the profile's lookahead
+    g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--prepare-ahead", "0"])
+    assert seen["settings"].prepare_ahead == 0  # 0 is a setting (off), not "the profile's"
     with pytest.raises(SystemExit, match="alpha-speed"):
         g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--alpha-speed", "-1"])
     g.main(["train", "--run", "r", "--ablation", "ver_only", "--ranker", "none", "--split", "infamily_rest"])
