@@ -87,7 +87,10 @@ def main(argv: list[str] | None = None) -> int:
                         data_dir=str(out / f"rank{rank}"), runs_dir=str(out / "runs"))
     rec = {"rank": rank, "world_size": world, "device": str(state.device), "steps": res.steps_done,
            "max_weight_change": res.max_param_change, "seconds": round(time.perf_counter() - t0, 1),
-           "backend": str(state.backend), "pid": os.getpid()}
+           "backend": str(state.backend), "pid": os.getpid(),
+           # per step: 1 when this rank took the tasks cudaperf.schedule names for it (what the
+           # next-step preparation relies on), nan when the schedule is off
+           "schedule_match": [float(x) for x in res.log.get("schedule_match", [])] if res.log is not None else []}
     (out / f"rank{rank}.json").write_text(json.dumps(rec, indent=1))
     print(json.dumps(rec), flush=True)
     state.wait_for_everyone()

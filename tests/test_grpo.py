@@ -484,6 +484,7 @@ def test_two_rank_grpo_updates_the_weights_on_every_rank(tmp_path):
     ranks = summary["ranks"]
     assert [r["rank"] for r in ranks] == [0, 1] and {r["steps"] for r in ranks} == {3}
     assert ranks[0]["max_weight_change"] == pytest.approx(ranks[1]["max_weight_change"])
+    assert all(r["schedule_match"] == [1.0] * 3 for r in ranks)  # each rank took its slice of the schedule
 
 
 def test_a_start_folder_without_weights_is_not_loaded(tmp_path):
