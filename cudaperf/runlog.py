@@ -10,9 +10,10 @@ Guarantees:
   interval over steps (resampling (step, reward) pairs), plus the means of the first and last
   thirds. `rising` is True only when the whole interval lies above zero; with fewer than
   `min_steps` steps there is no verdict (None), whatever the slope.
-* `pool_epochs` gives, for a run that trained on a fixed task pool (GRPOSettings.max_tasks), the
-  mean of each column per pass over the pool: every epoch sees the same tasks, so epoch means
-  compare the policy, not the task mix.
+* `pool_epochs` gives, for a run that revisited its task pool (GRPOSettings.max_tasks, or a whole
+  split small enough, such as infamily_rest's 173 programs), the mean of each column per pass over
+  the pool: every pass sees (nearly) the same tasks, so pass means compare the policy, not the
+  task mix.
 * `paired_eval` compares two policies' held-out samples task by task (pass rate on every task;
   speedup only on tasks where both have a correct, timed sample), so a policy that solves fewer,
   easier-to-speed-up tasks cannot look faster by its choice of tasks.
@@ -105,15 +106,20 @@ def trend_table(runs: dict[str, Any], columns: Sequence[str] = ("r_ver", "r_str"
 
 def pool_epochs(log: Any, settings: dict, columns: Sequence[str] = ("r_ver", "r_str", "correct_rate",
                                                                    "geomean_speedup")):
-    """Mean of `columns` per pass over the task pool (`steps_per_epoch` = ceil(max_tasks /
-    tasks_per_step) steps each; a last, partial pass is labelled as such). Empty when the run
-    drew from all tasks (max_tasks 0): its steps never revisit a task."""
+    """Mean of `columns` per pass over the task pool: the pool is `max_tasks` or, when the run
+    drew from its whole split (max_tasks 0), the split's `tasks`; a pass is pool // tasks_per_step
+    steps (TRL's sampler and `cudaperf.schedule` both cut a pass to whole steps, so up to
+    tasks_per_step - 1 tasks sit out each pass, different ones each time); a last, partial pass
+    is labelled as such. Empty when the log never reaches a second pass: nothing was revisited."""
     import pandas as pd
 
-    pool, per = int(settings.get("max_tasks") or 0), int(settings.get("tasks_per_step") or 0)
-    if pool <= 0 or per <= 0:
+    pool = int(settings.get("max_tasks") or settings.get("tasks") or 0)
+    per = int(settings.get("tasks_per_step") or 0)
+    if pool <= 0 or per <= 0 or not len(log):
         return pd.DataFrame()
-    k = math.ceil(pool / per)
+    k = max(1, pool // per)
+    if int(log["step"].max()) <= k:
+        return pd.DataFrame()
     df = log.assign(epoch=(log["step"] - 1) // k)
     out = df.groupby("epoch").agg(steps=("step", "size"), first_step=("step", "min"),
                                   **{c: (c, "mean") for c in columns if c in df})

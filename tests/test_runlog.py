@@ -57,6 +57,13 @@ def test_pool_epochs_average_each_pass_over_the_pool():
     assert ep["epoch"].tolist() == [0, 1, 2] and ep["steps"].tolist() == [4, 4, 2]
     assert ep["r_ver"].tolist() == [2.5, 6.5, 9.5] and ep["complete"].tolist() == [True, True, False]
     assert runlog.pool_epochs(log, {"max_tasks": 0, "tasks_per_step": 16}).empty
+    # a whole split as the pool (infamily_rest: 173 programs, 10 whole steps of 16 a pass)
+    ir = runlog.pool_epochs(pd.DataFrame({"step": range(1, 22), "r_ver": 0.0}), {"max_tasks": 0, "tasks": 173,
+                                                                                  "tasks_per_step": 16})
+    assert ir["steps"].tolist() == [10, 10, 1] and ir["complete"].tolist() == [True, True, False]
+    # never back at a task (a big split, or a short run): nothing to compare
+    assert runlog.pool_epochs(log, {"max_tasks": 0, "tasks": 3000, "tasks_per_step": 16}).empty
+    assert runlog.pool_epochs(log.head(4), {"max_tasks": 64, "tasks_per_step": 16}).empty
 
 
 def test_paired_eval_compares_speed_only_where_both_are_correct():
