@@ -586,20 +586,20 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
         structural.reward_config = rcfg
     if harness is None:
         harness = Harness(rollout_harness_config(profile.harness, s), workers_per_gpu=s.runners_per_gpu)
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    data = Dataset.from_list(dataset_rows(tasks, s.tasks_per_step, world, steps=s.steps, seed=s.seed))
     rollout = MultiTurnRollout(tasks, harness, rcfg, structural, turns=s.turns, gamma=s.gamma,
                                stop_speedup=s.stop_speedup, max_new_tokens=s.max_new_tokens,
                                max_prompt_tokens=s.max_prompt_tokens, temperature=s.temperature,
                                top_p=s.top_p, gen_batch_size=s.gen_batch_size,
                                turn_baseline=s.turn_baseline, gen_cache=s.gen_cache,
                                gen_pad_multiple=s.gen_pad_multiple, compile_ahead_workers=s.compile_ahead,
-                               prepare_ahead_workers=s.prepare_ahead)
+                               prepare_ahead_workers=s.prepare_ahead,
+                               schedule=StepSchedule(tuple(data["task_id"]), s.tasks_per_step, max(1, world)))
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))
         weights.append(w_str)
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    data = Dataset.from_list(dataset_rows(tasks, s.tasks_per_step, world, steps=s.steps, seed=s.seed))
-    rollout.schedule = StepSchedule(tuple(data["task_id"]), s.tasks_per_step, max(1, world))
     cuda = torch.cuda.is_available()
     args = GRPOConfig(
         output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,

@@ -186,10 +186,11 @@ class Harness:
 
     # ------------------------------------------------------------------ public API
     def prepare(self, tasks: Sequence[Task], *, progress: bool = False, workers: int = 0) -> dict[str, str]:
-        """Per-task one-off work, in parallel on all cores (or `workers` threads: a GRPO rollout
-        preparing the next step's tasks while this step is judged leaves it the rest): the naive variant's build and the
-        reference outputs for every test and seed of the pool (perf-size ones only when they
-        all fit in the reference memory cache; otherwise they are made at first use).
+        """Per-task one-off work, in parallel on all cores (or on `workers` threads: a GRPO rollout
+        preparing the next step's tasks while this step is judged leaves the rest to judging): the
+        naive variant's build and the reference outputs for every test and seed of the pool
+        (perf-size ones only when they all fit in the reference memory cache; otherwise they are
+        made at first use).
 
         Evaluation does this lazily anyway; calling it first keeps it out of per-candidate
         timings (the benchmark reports it separately). Returns {task_id: error} for tasks whose

@@ -1110,9 +1110,9 @@ def stratified(tasks: Sequence[Task], k: int, seed: int = 0) -> list[Task]:
     return out
 
 
-__all__ = ["CHAT_TEMPLATE", "judged_sample", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
+__all__ = ["CHAT_TEMPLATE", "COPY_PROMPT", "copy_examples", "has_weights", "LORA_DEFAULTS", "MODEL_SPECS", "PAPER_MODELS", "PolicyConfig",
            "SFTOutcome", "bnb_config", "build_model", "count_parameters", "example_lengths",
-           "eval_summary", "extract_codes", "filter_by_length", "generate_tokens", "get_tokenizer", "known_result", "load_policy",
+           "eval_summary", "extract_codes", "filter_by_length", "generate_tokens", "get_tokenizer", "judged_sample", "known_result", "load_policy",
            "load_tokenizer", "load_variant_measurements", "lora_config", "model_config",
            "policy_from_config", "repo_python_files", "sample", "save_policy", "sft_examples",
            "stratified", "tokenizer_corpus", "tokenizer_stats", "train_sft", "train_tokenizer"]

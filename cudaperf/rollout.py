@@ -266,7 +266,7 @@ class MultiTurnRollout:
         return out
 
     def _prepare_beside_generation(self, tasks: list[Task], st: StepStats,
-                                   ahead: list[Task] = ()) -> threading.Event | None:
+                                   ahead: Sequence[Task] = ()) -> threading.Event | None:
         """Start the harness's per-task work for this step's tasks (the naive variant's build, the
         call shim, the perf-size references: `Harness.prepare`) on a thread, so that it runs on the
         CPU cores that sit idle while the policy generates on the GPU, instead of in front of the
