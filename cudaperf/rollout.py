@@ -349,10 +349,14 @@ class MultiTurnRollout:
                                                [t for t in ahead if t.task_id not in groups])
         while True:
             active = []
+            # A task's lanes share its rows: when fewer rows are left than lanes (group not a
+            # multiple of turns, e.g. 8 rows in chains of 3), only that many lanes go this round.
+            left = {tid: len(ix) for tid, ix in free.items()}
             for k, ch in enumerate(lanes):
                 tid = ch.task.task_id
-                if not free[tid]:
+                if not left[tid]:
                     continue
+                left[tid] -= 1
                 if ch.done:  # start a fresh chain on this lane
                     ch = _Chain(ch.task, ch.lane, cid)
                     cid += 1

@@ -215,6 +215,25 @@ def test_turn_baseline_centres_returns_per_task_and_turn(tiny):
     assert len(set(round(v, 6) for v in out["ret_ver"])) > 1  # the correct chain stands out
 
 
+def test_rollout_fills_a_group_that_is_not_a_multiple_of_the_turns(tiny):
+    """8 rows in chains of 3 (the mini profile's group and turns): 3 lanes, rows for 3 + 3 + 2
+    attempts. Session 30's first multi-turn GRPO step on a GPU failed here (IndexError: the last
+    round started 3 lanes for 2 rows)."""
+    model, tok, tasks = tiny
+    h = ScriptedHarness()
+    ro = MultiTurnRollout(tasks[:2], h, RewardConfig(), None, turns=3, gamma=0.5, stop_speedup=99.0,
+                          max_new_tokens=8)
+    batch = [prompts.task_prompt(t) for t in tasks[:2] for _ in range(8)]
+    out = ro.rollout(model, tok, batch)
+    assert len(out["turn"]) == 16 and all(r is not None for r in out["eval_result"])
+    for i, r in enumerate(out["eval_result"]):
+        assert r["task_id"] == tasks[i // 8].task_id
+    assert [len(c) for c in h.calls] == [6, 6, 4]  # per round: 3 + 3 lanes, then 2 + 2
+    for k in range(2):
+        assert sorted(out["turn"][8 * k:8 * k + 8]) == [1, 1, 1, 2, 2, 2, 3, 3]
+    assert ro.last.chains == 6
+
+
 def test_rollout_rejects_prompts_of_unknown_tasks(tiny):
     model, tok, tasks = tiny
     ro = MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, max_new_tokens=4)
