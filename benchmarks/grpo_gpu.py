@@ -99,13 +99,18 @@ def train(args) -> None:
         over["split"] = args.split
     if args.prepare_ahead is not None:
         over["prepare_ahead"] = args.prepare_ahead
+    if args.micro_batch:
+        over["micro_batch"] = args.micro_batch
     if args.alpha_speed is not None:
         if args.alpha_speed < 0:
             sys.exit(f"--alpha-speed must be >= 0, got {args.alpha_speed}")
         over["alpha_speed"] = args.alpha_speed
     if args.beta is not None:  # 0 is a setting (no reference model), so None means "the profile's"
         over["beta"] = args.beta
-    s = grpo.GRPOSettings.for_profile("mini", **over)
+    try:
+        s = grpo.GRPOSettings.for_profile("mini", **over)
+    except ValueError as e:  # a setting out of range, said in one line
+        sys.exit(f"grpo_gpu: {e}")
     if s.ablation != "ver_only" and not s.ranker_path:
         sys.exit("no ranker for R_str (cudaperf ranker train writes data/ranker/, or --ranker): train one on GPU "
                  "measurements first, or run --ablation ver_only")
@@ -433,6 +438,10 @@ def main(argv=None) -> None:
                    help="threads compiling attempts that end while their batch still generates (0 = off)")
     t.add_argument("--prepare-ahead", type=int, default=None,
                    help="threads preparing the next step's tasks while this step is judged (profile: 8; 0 = off)")
+    t.add_argument("--micro-batch", type=int, default=0,
+                   help="rows per forward/backward pass of the update, accumulated into one optimiser step "
+                        "(0 = the whole step at one turn, 32 with --turns > 1: session 30's 3-turn step ran out "
+                        "of an H100's memory in one pass)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--scale-rewards", default="", choices=["", "group", "batch", "none"],
                    help="TRL scale_rewards ('' = profile: group). group divides each task's advantages by that "

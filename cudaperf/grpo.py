@@ -87,6 +87,9 @@ class GRPOSettings:
     prepare_ahead: int = _f(8, "Threads preparing the next step's tasks (naive builds, perf-size references) while "
                                "this step is judged and updated (cudaperf.schedule); 0 = each step prepares its "
                                "own beside its generation only.")
+    micro_batch: int = _f(0, "Rows per forward/backward pass of the update (TRL per_device_train_batch_size; the "
+                             "step's rows are accumulated into one optimiser step). 0: the whole step at one turn, "
+                             "MULTI_TURN_MICRO_BATCH rows when later turns carry earlier attempts (update_micro_batch).")
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
@@ -142,6 +145,24 @@ class GRPOSettings:
             raise ValueError("gamma must be in [0, 1]")
         if self.prepare_ahead < 0 or self.compile_ahead < 0:
             raise ValueError("prepare_ahead and compile_ahead are thread counts (>= 0)")
+        update_micro_batch(self)  # raises for a micro_batch that does not divide the step's rows
+
+
+# Session 30, H100: the first multi-turn step (16 tasks x 8 attempts, 3 turns) ran out of the GPU's
+# 80 GB in the update: later turns' prompts carry the previous attempt and its feedback (up to
+# max_prompt_tokens 3072 + 1024 new), and TRL's loss took all 128 rows in one forward. One-turn
+# steps fit (prompts of a few hundred tokens), so they keep the single pass and its step time.
+MULTI_TURN_MICRO_BATCH = 32
+
+
+def update_micro_batch(s: GRPOSettings) -> int:
+    """Rows per forward/backward pass of a step's update (see GRPOSettings.micro_batch)."""
+    rows = s.tasks_per_step * s.group_size
+    mb = s.micro_batch or (rows if s.turns == 1 else min(rows, MULTI_TURN_MICRO_BATCH))
+    if mb < 1 or rows % mb:
+        raise ValueError(f"micro_batch {s.micro_batch} must divide a step's {rows} rows "
+                         f"(tasks_per_step {s.tasks_per_step} x group_size {s.group_size}), or be 0 for the default")
+    return mb
 
 
 _PROFILES = {
@@ -601,9 +622,13 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
         funcs.append(TurnReturn("str"))
         weights.append(w_str)
     cuda = torch.cuda.is_available()
+    # One generation batch (the step's rows) per optimiser step, its loss taken in micro-batches:
+    # TRL generates once every steps_per_generation (= gradient_accumulation_steps) passes.
+    mb = update_micro_batch(s)
     args = GRPOConfig(
-        output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=s.tasks_per_step * s.group_size,
-        gradient_accumulation_steps=1, num_generations=s.group_size, max_completion_length=s.max_new_tokens,
+        output_dir=str(output_dir), max_steps=s.steps, per_device_train_batch_size=mb,
+        gradient_accumulation_steps=s.tasks_per_step * s.group_size // mb, num_generations=s.group_size,
+        max_completion_length=s.max_new_tokens,
         learning_rate=s.learning_rate, lr_scheduler_type="constant", loss_type=s.loss_type, beta=s.beta,
         epsilon=s.epsilon, scale_rewards=s.scale_rewards, reward_weights=weights,
         temperature=s.temperature, top_p=s.top_p, logging_steps=s.logging_steps, save_strategy="steps",
@@ -768,4 +793,4 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
 
 __all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
            "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo", "run_reward_config",
-           "select_tasks", "settings_record", "step_row", "synthetic_ranker", "trained_eval_overlap", "warm_start"]
+           "select_tasks", "settings_record", "step_row", "synthetic_ranker", "trained_eval_overlap", "update_micro_batch", "warm_start"]

@@ -420,17 +420,32 @@ def test_ver_only_ablation_builds_a_trainer_with_r_ver_alone(tiny, tmp_path):
     assert few.train_dataset["task_id"] == [tasks[0].task_id] * 3
 
 
-def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path):
+def test_update_micro_batch_defaults_and_validation():
+    mini = grpo.GRPOSettings.for_profile("mini")
+    assert mini.turns == 3 and grpo.update_micro_batch(mini) == grpo.MULTI_TURN_MICRO_BATCH
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", turns=1)) == 128  # one pass
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", turns=1, micro_batch=16)) == 16
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("smoke", turns=2)) == 16  # 2 x 8 < 32
+    with pytest.raises(ValueError, match="must divide"):
+        grpo.GRPOSettings.for_profile("mini", micro_batch=48)
+
+
+# micro_batch 2 of a step's 4 rows: TRL then generates once per optimiser step and accumulates two
+# passes; the rollout must still be called once a step, with that step's tasks.
+@pytest.mark.parametrize("micro_batch", [0, 2])
+def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path, micro_batch):
     """TRL's sampler, with shuffling off, gives step k the k-th slice of the dataset: the rollout's
     lookahead (cudaperf.schedule) prepares what the next step really takes."""
     model, tok, tasks = tiny
     tasks = tasks[:5]  # 5 tasks, 2 a step: each pass drops one, so passes differ
     s = grpo.GRPOSettings.for_profile("smoke", ablation="ver_only", beta=0.0, tasks_per_step=2, group_size=2,
-                                      turns=1, steps=4, max_new_tokens=4, save_steps=100)
+                                      turns=1, steps=4, max_new_tokens=4, save_steps=100, micro_batch=micro_batch)
     h = ScriptedHarness()
     trainer, ro = grpo.build_trainer(model, tok, tasks, s, get_profile("smoke"), tmp_path,
                                      structural=None, harness=h)
     assert trainer.args.shuffle_dataset is False and ro.schedule is not None
+    assert trainer.args.per_device_train_batch_size * trainer.args.gradient_accumulation_steps == 4
+    assert trainer.args.per_device_train_batch_size == (micro_batch or 4)
     matches = []
     orig = ro._next_tasks
 
@@ -442,7 +457,7 @@ def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path):
     ro._next_tasks = spy
     trainer.train()
     order = list(trainer.train_dataset["task_id"])
-    assert len(order) == 8 and len(h.calls) == 4
+    assert len(order) == 8 and len(h.calls) == 4 and trainer.state.global_step == 4
     for k in range(4):
         assert sorted(set(h.calls[k])) == sorted(set(order[2 * k:2 * k + 2])), (k, h.calls, order)
     assert [m for m, _ in matches] == [1.0] * 4
