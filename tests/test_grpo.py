@@ -432,14 +432,15 @@ def test_update_micro_batch_defaults_and_validation():
 
 # micro_batch 2 of a step's 4 rows: TRL then generates once per optimiser step and accumulates two
 # passes; the rollout must still be called once a step, with that step's tasks.
-@pytest.mark.parametrize("micro_batch", [0, 2])
-def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path, micro_batch):
+# turns 3: two rounds of judging a step (2 rows a task), their extra columns split between passes.
+@pytest.mark.parametrize("micro_batch,turns", [(0, 1), (2, 1), (2, 3)])
+def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path, micro_batch, turns):
     """TRL's sampler, with shuffling off, gives step k the k-th slice of the dataset: the rollout's
     lookahead (cudaperf.schedule) prepares what the next step really takes."""
     model, tok, tasks = tiny
     tasks = tasks[:5]  # 5 tasks, 2 a step: each pass drops one, so passes differ
     s = grpo.GRPOSettings.for_profile("smoke", ablation="ver_only", beta=0.0, tasks_per_step=2, group_size=2,
-                                      turns=1, steps=4, max_new_tokens=4, save_steps=100, micro_batch=micro_batch)
+                                      turns=turns, steps=4, max_new_tokens=4, save_steps=100, micro_batch=micro_batch)
     h = ScriptedHarness()
     trainer, ro = grpo.build_trainer(model, tok, tasks, s, get_profile("smoke"), tmp_path,
                                      structural=None, harness=h)
@@ -457,9 +458,11 @@ def test_trl_takes_the_tasks_in_the_schedules_order(tiny, tmp_path, micro_batch)
     ro._next_tasks = spy
     trainer.train()
     order = list(trainer.train_dataset["task_id"])
-    assert len(order) == 8 and len(h.calls) == 4 and trainer.state.global_step == 4
+    rounds = min(turns, 2)  # judging rounds a step: a task's 2 rows are one chain of 2 turns
+    assert len(order) == 8 and len(h.calls) == 4 * rounds and trainer.state.global_step == 4
     for k in range(4):
-        assert sorted(set(h.calls[k])) == sorted(set(order[2 * k:2 * k + 2])), (k, h.calls, order)
+        asked = sorted({t for c in h.calls[rounds * k:rounds * (k + 1)] for t in c})
+        assert asked == sorted(set(order[2 * k:2 * k + 2])), (k, h.calls, order)
     assert [m for m, _ in matches] == [1.0] * 4
     assert [nxt for _, nxt in matches] == [order[2 * k + 2:2 * k + 4] for k in range(4)]
 
