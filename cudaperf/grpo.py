@@ -781,7 +781,16 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
     small = sum(p.numel() for p in params.values()) <= 50_000_000
     before = {n: p.detach().clone() for n, p in params.items()} if small else None
     t0 = time.perf_counter()
-    trainer.train(resume_from_checkpoint=str(ck) if ck is not None else None)
+    try:
+        trainer.train(resume_from_checkpoint=str(ck) if ck is not None else None)
+    finally:
+        if harness is None:
+            # build_trainer made the rollouts' harness: close it here, also when training failed.
+            # Its kept runners (open sandboxed processes) were otherwise torn down by the
+            # interpreter's exit, after the builtins they need (session 30's logs: "NameError:
+            # name 'open' is not defined" from gpulock under every failed run's traceback).
+            rollout.close()
+            rollout.harness.close()
     secs = time.perf_counter() - t0
     log = pd.DataFrame(logger_cb.rows)
     change = None

@@ -305,6 +305,13 @@ class MultiTurnRollout:
         self._ahead = (th, took) if ahead else None
         return done
 
+    def close(self, timeout_s: float = 120.0) -> None:
+        """Wait (up to timeout_s) for the last step's lookahead preparation, so that the harness
+        can be closed after it instead of under it."""
+        if self._ahead is not None:
+            self._ahead[0].join(timeout_s)
+            self._ahead = None
+
     def _next_tasks(self, trainer, prompts: list, st: StepStats) -> list[Task]:
         """The next step's tasks by the schedule, when this step took the tasks the schedule names
         for it (TRL's global_step counts the steps done, so it is this step's 0-based index)."""

@@ -327,6 +327,62 @@ def test_rollout_prepares_the_next_steps_tasks_by_the_schedule(tiny):
     assert ro.last.schedule_match == 0.0 and len(h.prep_calls) == n + 1
 
 
+def test_rollout_close_waits_for_the_lookahead(tiny):
+    """run_grpo closes the harness it built after training; the last step's lookahead must be done
+    by then (rollout.close joins it), not cut off under a closing harness."""
+    from cudaperf.schedule import StepSchedule
+
+    model, tok, tasks = tiny
+    tasks = tasks[:4]
+    done = []
+
+    class SlowAhead(PreparingHarness):
+        def prepare(self, tasks, workers=0):
+            if workers:  # the lookahead
+                time.sleep(0.5)
+                done.append(sorted(t.task_id for t in tasks))
+                return {}
+            return super().prepare(tasks, workers)
+
+    ro = MultiTurnRollout(tasks, SlowAhead(), RewardConfig(), None, turns=1, max_new_tokens=4, prepare_ahead_workers=2,
+                          schedule=StepSchedule(tuple(t.task_id for t in tasks), tasks_per_step=2))
+    ro([prompts.task_prompt(t) for t in tasks[:2] for _ in range(2)], FakeTrainer(model, tok, step=0))
+    th = ro._ahead[0]
+    ro.close()
+    assert not th.is_alive() and done == [sorted(t.task_id for t in tasks[2:])]
+    ro.close()  # nothing left to wait for: a no-op
+
+
+def test_run_grpo_closes_the_harness_it_built_even_when_training_fails(tiny, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    model, _, tasks = tiny
+    closed = []
+
+    class Trainer:
+        model = None
+
+        def add_callback(self, cb):
+            pass
+
+        def train(self, resume_from_checkpoint=None):
+            raise RuntimeError("CUDA out of memory (scripted)")
+
+    def fake_build(model_, tok, tasks_, s, prof, out_dir, structural, harness):
+        assert harness is None  # the caller gave none: run_grpo owns what build_trainer makes
+        t = Trainer()
+        t.model = model_
+        h = SimpleNamespace(close=lambda: closed.append("harness"))
+        return t, SimpleNamespace(close=lambda: closed.append("rollout"), harness=h)
+
+    monkeypatch.setattr(grpo, "build_trainer", fake_build)
+    s = grpo.GRPOSettings.for_profile("smoke", ablation="ver_only", max_tasks=1, tasks_per_step=1, warm_start_steps=1)
+    with pytest.raises(RuntimeError, match="scripted"):
+        grpo.run_grpo("close", "smoke", tasks=tasks[:1], settings=s, root=".", data_dir=str(tmp_path / "d"),
+                      runs_dir=str(tmp_path / "r"))
+    assert closed == ["rollout", "harness"]  # the lookahead first, then the harness under it
+
+
 # --------------------------------------------------------------------------- smoke run
 
 
