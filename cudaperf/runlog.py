@@ -22,6 +22,8 @@ Guarantees:
 * `call_changes` lists where a resumed run changed its settings (settings.json `calls`), and
   `plot_step_split` draws a run's step time by part with those changes marked and the 30 s target
   drawn, so a drop in step time can be read against what changed.
+* `fresh_step_parts` / `plot_fresh_step_parts` set runs side by side on their fresh steps (every
+  task new to the run's store): median step time and the median of each part.
 * `targets_table` sets each run against issue 9's targets: step time on fresh tasks (steps with no
   stored result) against 30 s, whether R_ver rose, and per held-out evaluation whether the GRPO
   policy beats its SFT start on pass@1 and speed beyond the task draw (`paired_eval`'s intervals).
@@ -245,8 +247,8 @@ def judging_table(runs: dict[str, Any]) -> Any:
     return pd.DataFrame(rows).set_index("run") if rows else pd.DataFrame()
 
 
-__all__ = ["EVAL_KINDS", "eval_files", "turn_curves", "JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "judging_table", "load_runs", "load_settings", "paired_eval",
-           "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
+__all__ = ["EVAL_KINDS", "eval_files", "turn_curves", "JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "fresh_step_parts", "fresh_steps", "judging_table", "load_runs", "load_settings", "paired_eval",
+           "plot_fresh_step_parts", "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 
 STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) within 30 s
@@ -271,10 +273,7 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
 
     rows = []
     for name, df in runs.items():
-        # Fresh: nothing answered from the result store, and some attempt ran correct (a step in
-        # which nothing compiled is fast for want of work: session 14's).
-        fresh = (df[(df["cache_hit_rate"] == 0) & (df["correct_rate"] > 0)]
-                 if {"cache_hit_rate", "correct_rate"} <= set(df.columns) else df.iloc[0:0])
+        fresh = fresh_steps(df)
         trend = reward_trend(df["step"], df["r_ver"])
         base = {"run": name, "steps": len(df),
                 "attempts_per_step": float(df["rows"].median()) if "rows" in df and len(df) else math.nan,
@@ -310,6 +309,61 @@ def targets_table(runs: dict[str, Any], data_dir: str | Path = "data/grpo", leve
 
 
 STEP_PARTS = ("t_generation", "t_compile", "t_execution", "t_update")  # a step's wall time by part
+
+
+def fresh_steps(df: Any) -> Any:
+    """The steps of a step log that judged fresh work: nothing answered from the result store, and
+    some attempt ran correct (a step in which nothing compiled is fast for want of work: session
+    14's). Empty for a log without those columns."""
+    if not {"cache_hit_rate", "correct_rate"} <= set(df.columns):
+        return df.iloc[0:0]
+    return df[(df["cache_hit_rate"] == 0) & (df["correct_rate"] > 0)]
+
+
+def fresh_step_parts(runs: dict[str, Any], *, skip_first: bool = True) -> Any:
+    """One row per run with fresh steps (`fresh_steps`): attempts per step, how many fresh steps,
+    the median step time, and the median of each part (`STEP_PARTS`; the parts' medians need not
+    add up to the step's).
+    `skip_first` leaves out each run's step 1, which also warms the machine up (CUDA graphs, the
+    first runners, the first references), so runs compare on their steady fresh steps."""
+    import pandas as pd
+
+    rows = []
+    for name, df in runs.items():
+        fresh = fresh_steps(df)
+        if skip_first and "step" in fresh.columns:
+            fresh = fresh[fresh["step"] > 1]
+        if not len(fresh):
+            continue
+        row = {"run": name, "attempts": float(fresh["rows"].median()) if "rows" in fresh.columns else math.nan,
+               "fresh_steps": len(fresh), "t_step": float(fresh["t_step"].median()),
+               "within_target": int((fresh["t_step"] <= STEP_TARGET_S).sum())}
+        row.update({c: float(fresh[c].median()) for c in STEP_PARTS if c in fresh.columns})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["run", "attempts", "fresh_steps", "t_step", "within_target", *STEP_PARTS])
+
+
+def plot_fresh_step_parts(ax: Any, table: Any, target: float | None = STEP_TARGET_S) -> None:
+    """Horizontal stacked bars, one per run of `fresh_step_parts`: the median of each part, the
+    median step time as a tick, the target as a dashed line."""
+    y = list(range(len(table)))
+    left = [0.0] * len(table)
+    for col in STEP_PARTS:
+        if col in table.columns:
+            vals = table[col].fillna(0.0).tolist()
+            ax.barh(y, vals, left=left, height=0.6, label=f"{col} (median)")
+            left = [a + b for a, b in zip(left, vals)]
+    ax.scatter(table["t_step"], y, marker="|", s=300, color="k", zorder=3, label="step (median)")
+    if target is not None:
+        ax.axvline(target, color="k", ls="--", lw=1, label=f"target {target:g} s")
+    def label(r, a, n, w):  # attempts per step first: runs of 8 x 8 and 16 x 8 sit side by side
+        size = "" if math.isnan(a) else f"{a:.0f} attempts, "
+        return f"{r} ({size}{n} step{'s' * (n != 1)}, {w} ≤ {target or 0:g} s)"
+
+    ax.set_yticks(y, [label(*v) for v in zip(table["run"], table["attempts"], table["fresh_steps"],
+                                             table["within_target"])], fontsize=7)
+    ax.set(xlabel="s")
+    ax.legend(fontsize=6, loc="lower right")
 
 
 def call_changes(settings: dict) -> list[tuple[int, str]]:

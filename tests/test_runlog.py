@@ -222,3 +222,32 @@ def test_eval_files_by_kind_and_turn_curves(tmp_path):
                    ("grpo", 1): 0.5, ("grpo", 2): 0.5, ("grpo", 3): 1.0}
     assert set(cur["eval"]) == {"eval_infamily"} and set(cur["run"]) == {"r"}
     assert runlog.turn_curves(tmp_path / "none").empty
+
+
+def test_fresh_step_parts_compare_runs_on_their_fresh_steps():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    def log(steps, hits, correct):
+        n = len(steps)
+        return pd.DataFrame({"step": steps, "t_step": [40.0, 20.0, 24.0, 35.0, 10.0][:n],
+                             "t_generation": [5.0] * n, "t_compile": [7.0] * n, "t_execution": [10.0] * n,
+                             "t_update": [1.0] * n, "cache_hit_rate": hits, "correct_rate": correct})
+
+    runs = {"a": log([1, 2, 3, 4, 5], [0, 0, 0, 0, 0.5], [0.5, 0.5, 0.5, 0.0, 0.5]),  # step 4: nothing correct
+            "b": log([1], [0], [0.5]),  # only its first step: nothing left once it is skipped
+            "c": pd.DataFrame({"step": [1], "t_step": [3.0]})}  # an old log without the columns
+    t = runlog.fresh_step_parts(runs)
+    assert list(t["run"]) == ["a"]
+    row = t.iloc[0]
+    assert row["fresh_steps"] == 2 and row["t_step"] == 22.0 and row["within_target"] == 2
+    assert row["t_compile"] == 7.0 and math.isnan(row["attempts"])
+    assert list(runlog.fresh_step_parts(runs, skip_first=False)["run"]) == ["a", "b"]
+    assert runlog.fresh_step_parts({"c": runs["c"]}).empty
+    fig, ax = plt.subplots()
+    runlog.plot_fresh_step_parts(ax, runlog.fresh_step_parts(runs, skip_first=False))
+    labels = [x.get_text() for x in ax.get_yticklabels()]
+    assert labels == ["a (3 steps, 2 ≤ 30 s)", "b (1 step, 0 ≤ 30 s)"]  # no rows column: no attempts
+    plt.close(fig)
