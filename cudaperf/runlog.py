@@ -356,6 +356,7 @@ def plot_fresh_step_parts(ax: Any, table: Any, target: float | None = STEP_TARGE
     ax.scatter(table["t_step"], y, marker="|", s=300, color="k", zorder=3, label="step (median)")
     if target is not None:
         ax.axvline(target, color="k", ls="--", lw=1, label=f"target {target:g} s")
+
     def label(r, a, n, w):  # attempts per step first: runs of 8 x 8 and 16 x 8 sit side by side
         size = "" if math.isnan(a) else f"{a:.0f} attempts, "
         return f"{r} ({size}{n} step{'s' * (n != 1)}, {w} ≤ {target or 0:g} s)"
