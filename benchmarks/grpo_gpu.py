@@ -440,7 +440,7 @@ def main(argv=None) -> None:
                    help="threads preparing the next step's tasks while this step is judged (profile: 8; 0 = off)")
     t.add_argument("--micro-batch", type=int, default=0,
                    help="rows per forward/backward pass of the update, accumulated into one optimiser step "
-                        "(0 = the whole step at one turn, 32 with --turns > 1: session 30's 3-turn step ran out "
+                        "(0 = the whole step at one turn, up to 32 with --turns > 1: session 30's 3-turn step ran out "
                         "of an H100's memory in one pass)")
     t.add_argument("--lr", type=float, default=0.0, help="peak learning rate of the update (0 = profile: 2e-5)")
     t.add_argument("--scale-rewards", default="", choices=["", "group", "batch", "none"],

@@ -89,7 +89,8 @@ class GRPOSettings:
                                "own beside its generation only.")
     micro_batch: int = _f(0, "Rows per forward/backward pass of the update (TRL per_device_train_batch_size; the "
                              "step's rows are accumulated into one optimiser step). 0: the whole step at one turn, "
-                             "MULTI_TURN_MICRO_BATCH rows when later turns carry earlier attempts (update_micro_batch).")
+                             "at most MULTI_TURN_MICRO_BATCH rows when later turns carry earlier attempts "
+                             "(update_micro_batch).")
     steps: int = _f(200, "GRPO optimiser steps of the whole run.")
     tasks_per_step: int = _f(16, "Tasks per step; a step trains on tasks_per_step * group_size attempts.")
     ablation: str = _f("both", "Reward ablation: both | ver_only | str_only (maps to reward weights).")
@@ -156,9 +157,13 @@ MULTI_TURN_MICRO_BATCH = 32
 
 
 def update_micro_batch(s: GRPOSettings) -> int:
-    """Rows per forward/backward pass of a step's update (see GRPOSettings.micro_batch)."""
+    """Rows per forward/backward pass of a step's update (see GRPOSettings.micro_batch). The
+    multi-turn default is the largest divisor of the step's rows up to MULTI_TURN_MICRO_BATCH
+    (TRL splits a step into equal passes): 32 of 128, 20 of 80."""
     rows = s.tasks_per_step * s.group_size
-    mb = s.micro_batch or (rows if s.turns == 1 else min(rows, MULTI_TURN_MICRO_BATCH))
+    if not s.micro_batch and s.turns > 1:
+        return max(d for d in range(1, min(rows, MULTI_TURN_MICRO_BATCH) + 1) if rows % d == 0)
+    mb = s.micro_batch or rows
     if mb < 1 or rows % mb:
         raise ValueError(f"micro_batch {s.micro_batch} must divide a step's {rows} rows "
                          f"(tasks_per_step {s.tasks_per_step} x group_size {s.group_size}), or be 0 for the default")
