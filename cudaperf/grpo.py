@@ -27,7 +27,12 @@ Guarantees:
   EvalResult.timings apportioned to the evaluation wall time, update = the rest of the step),
   cache hit rate of the harness result store, and TRL's own metrics (loss, kl, clip ratios).
   t_update is everything in the step outside the rollout: TRL's log-prob passes (policy and
-  reference), the backward pass and the optimiser step.
+  reference), the backward pass and the optimiser step. ``signal_*`` (cudaperf.signalsplit): how
+  many groups had reward spread and whether it lay between correct and not-correct attempts,
+  among the correct ones (speed) or among failures.
+- Attempt log: one row per attempt (step, task, chain, turn, verdict, speedup, reward
+  components, returns, token counts) in ``data/grpo/<run>/attempts.parquet``, written and
+  trimmed on resume like the step log.
 """
 from __future__ import annotations
 
@@ -316,11 +321,16 @@ def step_row(step: int, st: StepStats, step_s: float, trl: dict[str, float]) -> 
         "ahead_submitted": st.ahead_submitted, "ahead_compiled": st.ahead_compiled,
         "ahead_dropped": st.ahead_dropped, "t_ahead_wait": st.ahead_wait_s,
         **{f"s_{k}": v for k, v in st.stage_s.items()},
+        # where the reward spread lay (cudaperf.signalsplit): correctness, speed, failure kinds
+        **st.signal,
     }
     for k, v in trl.items():
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             row["trl/" + k] = float(v)
     return row
+
+
+ATTEMPTS_FILE = "attempts.parquet"
 
 
 def _callback_base():
@@ -333,11 +343,13 @@ class StepLogger(_callback_base()):
     """Writes one parquet row per optimiser step; stops in time for the wall-clock budget."""
 
     def __init__(self, rollout: MultiTurnRollout, log_path: str | Path, time_budget_s: float = 0.0,
-                 rows: Sequence[dict] = ()):
+                 rows: Sequence[dict] = (), attempts: Sequence[dict] = ()):
         self.rollout = rollout
         self.path = Path(log_path)
+        self.attempts_path = self.path.with_name(ATTEMPTS_FILE)
         self.budget = time_budget_s
         self.rows: list[dict] = list(rows)
+        self.attempts: list[dict] = list(attempts)
         self.t_start = time.perf_counter()
         self._t0 = None
         self._step_s = 0.0
@@ -362,20 +374,25 @@ class StepLogger(_callback_base()):
         p = self._pending
         self._pending = None
         self.rows.append(step_row(p["step"], p["stats"], p["t"], logs))
+        self.attempts.extend({"step": p["step"], **a} for a in p["stats"].attempts)
         self.flush()
 
     def on_save(self, args, state, control, **kw):
         ck = Path(args.output_dir, f"checkpoint-{state.global_step}")
-        if ck.is_dir() and self.path.is_file():
-            shutil.copy2(self.path, ck / "steps.parquet")
+        for path in (self.path, self.attempts_path):
+            if ck.is_dir() and path.is_file():
+                shutil.copy2(path, ck / path.name)
 
     def flush(self) -> None:
         import pandas as pd
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        pd.DataFrame(self.rows).to_parquet(tmp, index=False)
-        tmp.replace(self.path)
+        for path, rows in ((self.path, self.rows), (self.attempts_path, self.attempts)):
+            if not rows:
+                continue
+            tmp = path.with_suffix(".tmp")
+            pd.DataFrame(rows).to_parquet(tmp, index=False)
+            tmp.replace(path)
 
 
 # --------------------------------------------------------------------------- building
@@ -621,7 +638,9 @@ def build_trainer(model, tokenizer, tasks: Sequence[Task], s: GRPOSettings, prof
                                turn_baseline=s.turn_baseline, gen_cache=s.gen_cache,
                                gen_pad_multiple=s.gen_pad_multiple, compile_ahead_workers=s.compile_ahead,
                                prepare_ahead_workers=s.prepare_ahead,
-                               schedule=StepSchedule(tuple(data["task_id"]), s.tasks_per_step, max(1, world)))
+                               schedule=StepSchedule(tuple(data["task_id"]), s.tasks_per_step, max(1, world)),
+                               weights=(w_ver, w_str if structural is not None else 0.0),
+                               scale_rewards=s.scale_rewards)
     funcs, weights = [TurnReturn("ver")], [w_ver]
     if structural is not None:
         funcs.append(TurnReturn("str"))
@@ -751,14 +770,15 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
         shutil.rmtree(out_dir)
     dist.wait_for_everyone()  # no rank may start writing out_dir before it is cleared
     log_path = run_dir / "steps.parquet"
-    rows: list[dict] = []
+    logs: dict[str, list[dict]] = {"steps.parquet": [], ATTEMPTS_FILE: []}
     step_ck = int(ck.name.split("-")[-1]) if ck is not None else 0  # the step resumed after
     if ck is not None:
-        saved = ck / "steps.parquet"
-        src = saved if saved.is_file() else log_path
-        if src.is_file():
-            df = pd.read_parquet(src)
-            rows = df[df["step"] <= step_ck].to_dict(orient="records")
+        for name in logs:
+            saved = ck / name
+            src = saved if saved.is_file() else run_dir / name
+            if src.is_file():
+                df = pd.read_parquet(src)
+                logs[name] = df[df["step"] <= step_ck].to_dict(orient="records")
     if structural is None and s.ranker_path:
         from cudaperf.structural import StructuralReward
 
@@ -773,7 +793,7 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
             budget = max(1.0, budget - (time.perf_counter() - t_probe))
     # The logger reads the rollout's statistics, so it joins the trainer after construction.
     trainer, rollout = build_trainer(model, tok, tasks, s, prof, out_dir, structural, harness)
-    logger_cb = StepLogger(rollout, log_path, budget, rows)
+    logger_cb = StepLogger(rollout, log_path, budget, logs["steps.parquet"], logs[ATTEMPTS_FILE])
     trainer.add_callback(logger_cb)
     settings_path = run_dir / "settings.json"
     prev = json.loads(settings_path.read_text()) if ck is not None and settings_path.is_file() else None
@@ -805,6 +825,6 @@ def run_grpo(run: str, profile_name: str = "smoke", tasks: Sequence[Task] | None
                       logger_cb.stopped_by_budget, secs, src, log, change)
 
 
-__all__ = ["ABLATIONS", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
+__all__ = ["ABLATIONS", "ATTEMPTS_FILE", "GRPOSettings", "RunOutcome", "StepLogger", "build_trainer", "dataset_rows", "describe_settings",
            "NoRewardSignal", "read_probe_filters", "eval_gpus", "last_checkpoint", "load_start_policy", "probe_filter_tasks", "reward_weights", "rollout_harness_config", "run_grpo", "run_reward_config",
            "select_tasks", "settings_record", "step_row", "synthetic_ranker", "trained_eval_overlap", "update_micro_batch", "warm_start"]

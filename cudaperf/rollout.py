@@ -32,7 +32,11 @@ Guarantees of `MultiTurnRollout.__call__(prompts, trainer)` (TRL's rollout_func 
   cores, runs on the harness's evaluation GPUs); the trainer process only generates and
   updates, and runs sequentially, so no timed region overlaps the policy update on the same GPU.
 - `StepStats` of the last call (generation / compile / execution seconds, rates, speedups,
-  first-correct turns, cache hits) are kept in ``self.last`` for the step logger.
+  first-correct turns, cache hits) are kept in ``self.last`` for the step logger, with one record
+  per attempt (``attempts``: task, chain, turn, verdict, reward components, returns, tokens) and
+  where the step's reward spread lay (``signal``, `cudaperf.signalsplit`: between correct and
+  not-correct attempts, among correct ones, among failures), computed on the reward TRL's
+  advantage sees (``weights``: w_ver, w_str; ``scale_rewards``: TRL's scaling).
 """
 from __future__ import annotations
 
@@ -46,6 +50,7 @@ from cudaperf import prompts as P
 from cudaperf.config import RewardConfig
 from cudaperf.result import EvalResult, correctness_unjudged, is_internal_error
 from cudaperf.rewards import extract_code, reward_components
+from cudaperf.signalsplit import SCALES, attempt_class, signal_split
 from cudaperf.tasks import Task
 
 EXEC_STAGES = ("prepare", "runner_start", "check", "time", "recheck")
@@ -104,6 +109,8 @@ class StepStats:
     components: dict[str, float] = field(default_factory=dict)
     r_str_paid: float = 0.0
     by_turn: dict[int, dict[str, float]] = field(default_factory=dict)
+    signal: dict[str, float] = field(default_factory=dict)  # signalsplit.SignalSplit.to_row()
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # one record per row (attempt)
 
 
 def release_cached_gpu_memory() -> float:
@@ -144,9 +151,14 @@ class MultiTurnRollout:
                  max_prompt_tokens: int = 4096, temperature: float = 1.0, top_p: float = 1.0,
                  gen_batch_size: int = 64, turn_baseline: bool = True, gen_cache: str = "dynamic",
                  gen_pad_multiple: int = 0, compile_ahead_workers: int = 0, prepare_ahead_workers: int = 0,
-                 schedule: Any = None):
+                 schedule: Any = None, weights: tuple[float, float] = (1.0, 1.0),
+                 scale_rewards: str = "group"):
         if turns < 1:
             raise ValueError("turns must be >= 1")
+        if scale_rewards not in SCALES:
+            raise ValueError(f"scale_rewards must be one of {SCALES}, not {scale_rewards!r}")
+        # Only for the step log's signal split: TRL applies the weights and the scaling itself.
+        self.weights, self.scale_rewards = (float(weights[0]), float(weights[1])), scale_rewards
         if not 0.0 <= gamma <= 1.0:
             raise ValueError("gamma must be in [0, 1]")
         self.tasks = {t.task_id: t for t in tasks}
@@ -488,6 +500,26 @@ class MultiTurnRollout:
         if store is not None:
             st.cache_hits = store.hits - h0[0]
             st.cache_lookups = st.cache_hits + store.misses - h0[1]
+        classes = [attempt_class(r["result"]) for r in rows]
+        st.signal = signal_split(((r["task_id"], self._advantage_reward(r), c) for r, c in zip(rows, classes)),
+                                 self.scale_rewards).to_row()
+        st.attempts = [self._attempt_record(r, c) for r, c in zip(rows, classes)]
+
+    def _advantage_reward(self, row: dict) -> float:
+        """The row's reward as TRL sums it before its group normalisation (a None R_str is
+        skipped, as TRL's nansum does)."""
+        w_ver, w_str = self.weights
+        return w_ver * row["ret_ver"] + (w_str * row["ret_str"] if row["ret_str"] is not None else 0.0)
+
+    @staticmethod
+    def _attempt_record(row: dict, cls: str) -> dict[str, Any]:
+        res = row["result"]
+        return {"task_id": row["task_id"], "chain": row["chain"], "turn": row["turn"], "class": cls,
+                "status": res.status, "pass_rate": res.pass_rate, "speedup": res.speedup, "cv": res.cv,
+                "flags": ",".join(res.flags), "cached": bool(res.cached),
+                **{k: row["comps"][k] for k in ("r_comp", "r_corr", "r_speed", "r_cv", "r_ver")},
+                "r_str": row["r_str"], "ret_ver": row["ret_ver"], "ret_str": row["ret_str"],
+                "prompt_tokens": len(row["prompt_ids"]), "completion_tokens": len(row["completion_ids"])}
 
 
 class TurnReturn:

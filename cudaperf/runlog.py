@@ -24,6 +24,10 @@ Guarantees:
   drawn, so a drop in step time can be read against what changed.
 * `fresh_step_parts` / `plot_fresh_step_parts` set runs side by side on their fresh steps (every
   task new to the run's store): median step time and the median of each part.
+* `signal_table` / `plot_signal_split` show, for runs that logged it (session 31 on;
+  `cudaperf.signalsplit`), where each step's reward spread lay: between correct and not-correct
+  attempts (what teaches correctness), among correct ones (speed), among failures; runs without
+  those columns are left out, never shown as zeros.
 * `targets_table` sets each run against issue 9's targets: step time on fresh tasks (steps with no
   stored result) against 30 s, whether R_ver rose, and per held-out evaluation whether the GRPO
   policy beats its SFT start on pass@1 and speed beyond the task draw (`paired_eval`'s intervals).
@@ -248,7 +252,7 @@ def judging_table(runs: dict[str, Any]) -> Any:
 
 
 __all__ = ["EVAL_KINDS", "eval_files", "turn_curves", "JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "fresh_step_parts", "fresh_steps", "judging_table", "load_runs", "load_settings", "paired_eval",
-           "plot_fresh_step_parts", "plot_step_split", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
+           "SIGNAL_PARTS", "plot_fresh_step_parts", "plot_signal_split", "plot_step_split", "signal_table", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 
 STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) within 30 s
@@ -365,6 +369,49 @@ def plot_fresh_step_parts(ax: Any, table: Any, target: float | None = STEP_TARGE
                                              table["within_target"])], fontsize=7)
     ax.set(xlabel="s")
     ax.legend(fontsize=6, loc="lower right")
+
+
+SIGNAL_PARTS = ("signal_correct", "signal_speed", "signal_failure")
+
+
+def signal_table(runs: dict[str, Any]) -> Any:
+    """One row per run with signal columns: steps, the mean share of the reward spread by part
+    over steps that had any, groups per step, and the mean fraction of groups that were mixed
+    (correct and not-correct attempts), all correct, or had no spread."""
+    import pandas as pd
+
+    rows = []
+    for name, df in runs.items():
+        if not set(SIGNAL_PARTS) <= set(df.columns):
+            continue
+        g = df["signal_groups"].where(df["signal_groups"] > 0)
+        rows.append({"run": name, "steps": len(df),
+                     **{c.replace("signal_", "share_"): float(df[c].mean()) for c in SIGNAL_PARTS},
+                     "groups": float(df["signal_groups"].mean()),
+                     "mixed": float((df["signal_mixed"] / g).mean()),
+                     "all_correct": float((df["signal_all_correct"] / g).mean()),
+                     "zero_spread": float((df["signal_zero_spread"] / g).mean())})
+    return pd.DataFrame(rows, columns=["run", "steps", "share_correct", "share_speed", "share_failure",
+                                       "groups", "mixed", "all_correct", "zero_spread"])
+
+
+def plot_signal_split(ax: Any, df: Any, title: str = "") -> None:
+    """Stacked bars per step: the share of the step's reward spread between correct and
+    not-correct attempts, among correct ones (speed) and among failures; a step without spread
+    has no bar. The fraction of mixed groups is drawn as a line."""
+    steps = df["step"].to_numpy()
+    bottom = None
+    for col, colour in zip(SIGNAL_PARTS, ("tab:green", "tab:blue", "tab:grey")):
+        vals = df[col].fillna(0.0).to_numpy()
+        ax.bar(steps, vals, bottom=bottom, width=0.8, color=colour, label=col.replace("signal_", ""))
+        bottom = vals if bottom is None else bottom + vals
+    g = df["signal_groups"].where(df["signal_groups"] > 0)
+    ax.plot(steps, (df["signal_mixed"] / g).to_numpy(), color="k", marker=".", lw=1,
+            label="mixed groups (fraction)")
+    ax.set(xlabel="step", ylabel="share of reward spread", ylim=(0, 1.05), title=title)
+    if len(steps) <= 20:
+        ax.set_xticks(steps)
+    ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
 
 
 def call_changes(settings: dict) -> list[tuple[int, str]]:

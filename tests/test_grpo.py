@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
+import pandas as pd
 import pytest
 
 from cudaperf import grpo, prompts
@@ -182,6 +183,28 @@ def test_rollout_chains_feedback_early_stop_and_credit(tiny, cache, monkeypatch)
     assert ro.last.stage_s["compile"] == pytest.approx(0.5 * n)
     assert ro.last.stage_s["lock_wait_exclusive"] == 0.0 and ro.last.batch_repeats == 0
     assert ro.last.internal_errors == 0 and ro.last.released_gb == 0.0  # no GPU here: nothing to release
+
+
+def test_rollout_logs_each_attempt_and_where_the_reward_spread_lay(tiny):
+    """One task, 4 attempts in one turn: the first is correct (3x), the rest equally wrong, so all
+    of the group's spread lies between correct and not-correct attempts (signalsplit)."""
+    model, tok, tasks = tiny
+    ro = MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, turns=1, max_new_tokens=8,
+                          weights=(2.0, 1.0))
+    out = ro.rollout(model, tok, [prompts.task_prompt(tasks[0])] * 4)
+    st = ro.last
+    assert st.signal["signal_groups"] == 1 and st.signal["signal_mixed"] == 1
+    assert st.signal["signal_correct"] == pytest.approx(1.0) and st.signal["signal_speed"] == 0.0
+    assert len(st.attempts) == 4
+    assert [a["class"] for a in st.attempts] == ["correct", "wrong", "wrong", "wrong"]
+    a = st.attempts[0]
+    assert a["task_id"] == tasks[0].task_id and a["turn"] == 1 and a["speedup"] == 3.0
+    assert a["r_ver"] == out["r_ver"][0] and a["ret_ver"] == out["ret_ver"][0] and a["r_str"] is None
+    assert a["completion_tokens"] == len(out["completion_ids"][0]) > 0
+    row = grpo.step_row(1, st, 1.0, {})
+    assert row["signal_correct"] == pytest.approx(1.0) and row["signal_zero_spread"] == 0
+    with pytest.raises(ValueError, match="scale_rewards"):
+        MultiTurnRollout(tasks[:1], ScriptedHarness(), RewardConfig(), None, scale_rewards="rank")
 
 
 def test_rollout_counts_records_the_harness_could_not_judge(tiny):
@@ -430,6 +453,14 @@ def test_smoke_step_log_has_every_promised_column(smoke):
     assert want <= set(first.log.columns)
     assert (first.run_dir / "steps.parquet").is_file()
     assert (first.log["t_generation"] > 0).all()
+    # Without a GPU nothing is judged correct: any spread lies among the failures.
+    assert {"signal_groups", "signal_correct", "signal_speed", "signal_failure", "signal_mixed"} <= set(first.log.columns)
+    spread = first.log["signal_zero_spread"] < first.log["signal_groups"]
+    assert spread.any() and (first.log.loc[spread, "signal_failure"] == 1.0).all()
+    att = pd.read_parquet(first.run_dir / grpo.ATTEMPTS_FILE)  # the fixture's resumed call added step 3
+    att = att[att["step"].isin(first.log["step"])]
+    assert list(att.groupby("step").size()) == list(first.log["rows"])
+    assert set(att["class"]) <= {"not_compiled", "unjudged"}
 
 
 def test_smoke_run_resumes_and_stops_on_its_time_budget_without_duplicate_steps(smoke):
@@ -440,6 +471,9 @@ def test_smoke_run_resumes_and_stops_on_its_time_budget_without_duplicate_steps(
     # Same starting policy (saved once), not a second warm start.
     assert again.start_policy == first.start_policy
     assert (again.output_dir / "checkpoint-3" / "steps.parquet").is_file()
+    assert (again.output_dir / "checkpoint-3" / grpo.ATTEMPTS_FILE).is_file()
+    att = pd.read_parquet(again.run_dir / grpo.ATTEMPTS_FILE)
+    assert sorted(set(att["step"])) == [1, 2, 3] and len(att) == again.log["rows"].sum()
     # settings.json: the latest call's values, and from which step each call's changes held
     import json
 

@@ -251,3 +251,26 @@ def test_fresh_step_parts_compare_runs_on_their_fresh_steps():
     labels = [x.get_text() for x in ax.get_yticklabels()]
     assert labels == ["a (3 steps, 2 ≤ 30 s)", "b (1 step, 0 ≤ 30 s)"]  # no rows column: no attempts
     plt.close(fig)
+
+
+def test_signal_table_and_plot_cover_runs_that_logged_the_split():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    new = pd.DataFrame({"step": [1, 2], "signal_groups": [16.0, 16.0], "signal_mixed": [8.0, 4.0],
+                        "signal_all_correct": [4.0, 8.0], "signal_zero_spread": [2.0, 4.0],
+                        "signal_correct": [0.6, 0.2], "signal_speed": [0.3, 0.7], "signal_failure": [0.1, 0.1]})
+    old = pd.DataFrame({"step": [1], "t_step": [3.0]})  # logged before session 31: left out
+    t = runlog.signal_table({"new": new, "old": old})
+    assert list(t["run"]) == ["new"]
+    row = t.iloc[0]
+    assert row["share_correct"] == pytest.approx(0.4) and row["share_speed"] == pytest.approx(0.5)
+    assert row["mixed"] == pytest.approx(0.375) and row["zero_spread"] == pytest.approx(0.1875)
+    assert runlog.signal_table({"old": old}).empty
+    fig, ax = plt.subplots()
+    runlog.plot_signal_split(ax, new, "new")
+    heights = [p.get_height() for p in ax.patches]
+    assert heights == pytest.approx([0.6, 0.2, 0.3, 0.7, 0.1, 0.1])
+    plt.close(fig)
