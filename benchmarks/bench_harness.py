@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cudaperf import envinfo, gpuworker, noise  # noqa: E402
+from cudaperf import envinfo, gpuworker, harnessbench, noise  # noqa: E402
 from cudaperf.config import get_profile  # noqa: E402
 from cudaperf.harness import Harness  # noqa: E402
 from cudaperf.cpuacct import ProcCpu  # noqa: E402
@@ -61,10 +61,11 @@ def pick_variants(tasks: list[Task], n: int, seed: int) -> list[tuple[Task, str,
 
 
 def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: int, gpus: str = "all",
-               share_runner: bool = False, keep_runners: int = 0) -> dict:
+               share_runner: bool = False, keep_runners: int = 0, init_lock: bool = False) -> dict:
     h = Harness(get_profile("mini", **{"harness.cache_dir": cache, "harness.gpus": gpus,
                                        "harness.share_runner": share_runner or keep_runners > 0,
-                                       "harness.keep_runners": keep_runners}).harness,
+                                       "harness.keep_runners": keep_runners,
+                                       "harness.init_lock": init_lock}).harness,
                 workers_per_gpu=workers_per_gpu)
     # Per-task one-off work (references on the CPU, the naive build) is measured apart: it is
     # paid once per task, not per candidate. Then the compile cache is emptied again, so every
@@ -111,7 +112,8 @@ def throughput(items: list[tuple[Task, str, str]], cache: str, workers_per_gpu: 
             "cpu_seconds_rusage": proc_cpu.self_and_children(),
             "stack_samples": sampler.report(30).splitlines(),
             "records": [{"task_id": t.task_id, "variant": v, "status": r.status, "runtime_ms": r.runtime_ms,
-                         "speedup": r.speedup, "cv": r.cv, "message": r.message[:200],
+                         "speedup": r.speedup, "cv": r.cv, "cv_robust": r.cv_robust, "rep_ms": r.rep_ms,
+                         "message": r.message[:200],
                          **{k: r.timings[k] for k in ("runner_reused", "device_left_mb", "device_left_nvml", "runner_retired")
                             if k in r.timings}}
                         for (t, v, _), r in zip(items, res)]}
@@ -210,6 +212,10 @@ def main(argv: list[str] | None = None) -> int:
                          "cold throughput run per value")
     ap.add_argument("--keep-limit", type=int, default=64, help="candidates a kept runner judges before it is "
                     "replaced (--runners kept)")
+    ap.add_argument("--init-lock", nargs="+", default=["off"], choices=["off", "on"],
+                    help="HarnessConfig.init_lock: runner context creations under the GPU lock (held shared, so "
+                         "never beside a timed region); 'off on' runs each throughput configuration both ways to "
+                         "see whether they cause the timing spikes (cv_under_load)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip", nargs="*", default=[], choices=["throughput", "load_inline", "repeat"])
     ap.add_argument("--out", default="data/bench")
@@ -231,19 +237,27 @@ def main(argv: list[str] | None = None) -> int:
     items = pick_variants(tasks, a.n_throughput, a.seed)
     cache = tempfile.mkdtemp(prefix="bench-")
     if "throughput" not in a.skip:
-        for mode, gs, w in itertools.product(a.runners, a.gpu_sets, a.workers_per_gpu):
+        for mode, gs, w, il in itertools.product(a.runners, a.gpu_sets, a.workers_per_gpu, a.init_lock):
             run_cache = tempfile.mkdtemp(prefix="bench-")  # its own cache and result store: cold
             r = throughput(items, run_cache, w, gs, share_runner=mode == "shared",
-                           keep_runners=a.keep_limit if mode == "kept" else 0)
+                           keep_runners=a.keep_limit if mode == "kept" else 0, init_lock=il == "on")
             shutil.rmtree(run_cache, ignore_errors=True)
-            key = (str(w) if gs == "all" else f"{w}@gpus={gs}") + ("" if mode == "own" else f"@{mode}")
+            key = ((str(w) if gs == "all" else f"{w}@gpus={gs}") + ("" if mode == "own" else f"@{mode}")
+                   + ("@init_lock" if il == "on" else ""))
+            r["init_lock"] = il == "on"
             out.setdefault("throughput_by_workers", {})[key] = r
             out.setdefault("throughput", r)
-            print(f"throughput, {mode} runners, {w} workers per GPU on GPUs {gs} ({r['gpus']}): "
+            print(f"throughput, {mode} runners, {w} workers per GPU on GPUs {gs} ({r['gpus']}), init lock {il}: "
                   f"{r['per_minute']:.0f} candidates/min ({r['candidates']} in {r['wall_s']:.1f} s; one-off task "
                   f"preparation {r['prepare_s']:.1f} s, perf-size references made ahead: "
                   f"{r['perf_references_prepared']}; with it {r['per_minute_with_prepare']:.0f}/min) "
                   f"{r['status_counts']}; CPUs busy {r['cpu_busy_share']}", flush=True)
+            # Timing stability at full load, classic against robust CV (harness.robust_cv): the
+            # repeatability figure below is measured apart, with less beside it.
+            r["cv_under_load"] = c = harnessbench.cv_under_load(r["records"])
+            print(f"  timing under load, {c['correct']} correct: median CV {c['median_cv']:.4f} "
+                  f"(robust {c['median_cv_robust']:.4f}); CV > 10 % for {c['share_cv_above_10pct']:.1%} "
+                  f"(robust {c['share_cv_robust_above_10pct']:.1%})", flush=True)
             save()
     if "load_inline" not in a.skip:
         out["load_inline"] = load_inline_rate(tasks, a.n_load_inline, a.seed, os.cpu_count() or 1)

@@ -41,6 +41,10 @@ class RewardConfig:
     s_min: float = _f(-0.5, "Lower clip of log2 speedup in R_speed.")
     s_max: float = _f(4.0, "Upper clip of log2 speedup in R_speed (4.0 = 16x).")
     alpha_cv: float = _f(1.0, "Penalty on timing instability: R_cv = -alpha_cv * cv (cv as a fraction).")
+    cv_statistic: str = _f("robust", "Which CV R_cv reads: 'robust' (1.4826 MAD / median of the timed runs, "
+                                     "harness.robust_cv; the classic one where a record has no robust value) or "
+                                     "'classic' (std / mean). Robust: under load one disturbed run of 20 made "
+                                     "29 % of the dataset's correct variants show a classic CV above 1.")
     w_ver: float = _f(1.0, "Weight of R_ver in the GRPO objective (0 disables it: the 'R_str only' ablation).")
     w_str: float = _f(1.0, "Weight of R_str in the GRPO objective (0 disables it: the 'R_ver only' ablation).")
     str_gate: str = _f("correct", "When R_str is paid: 'correct' (only p = 1, as DESIGN §1), 'compiled', or 'always'.")
@@ -79,6 +83,10 @@ class HarnessConfig:
                               "the next task's group (its call shim swapped, its scratch emptied) until it has judged "
                               "this many candidates; 0 = a fresh runner per group. Saves a CUDA context per task "
                               "(cudaperf.keptrunners says what a kept runner may carry over and why that is safe).")
+    init_lock: bool = _f(False, "Hold the GPU lock shared while a runner creates its CUDA context (init), so no timed "
+                                "region overlaps a context creation. Off since session 9 (timed regions waited for "
+                                "the inits in flight); on to test whether context creations beside timed regions "
+                                "cause the single slow repetitions behind the classic CV's spikes (harness.robust_cv).")
     internal_retries: int = _f(1, "A record the harness could not judge because of its own error (no GPU memory "
                                   "left for a runner, a runner that would not start) is judged again this many "
                                   "times, one at a time, after the batch; 0 = never.")

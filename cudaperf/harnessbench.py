@@ -20,7 +20,8 @@ def throughput_table(bench_dir: str | Path = "data/bench") -> pd.DataFrame:
     """One row per cold-cache throughput run of every ``harness_*.json``: file, GPU, runner
     threads, runner mode, candidates/min, candidates, the CUDA contexts its runners created and the
     candidates judged in a runner kept from another task (NaN where a run did not record them), the
-    machine's CPU busy share, and mean seconds per candidate by stage."""
+    machine's CPU busy share, mean seconds per candidate by stage, and the timing stability of its
+    correct candidates (`cv_under_load`: median CV, share with a CV above 10 %, classic and robust)."""
     rows = []
     for f in sorted(Path(bench_dir).glob("harness_*.json")):
         d = json.loads(f.read_text())
@@ -35,8 +36,31 @@ def throughput_table(bench_dir: str | Path = "data/bench") -> pd.DataFrame:
                    "cpu_busy": r.get("cpu_busy_share", float("nan"))}
             stages = r.get("stage_seconds_sum") or {}
             row.update({s: stages.get(s, 0.0) / n for s in STAGES})
+            # timing stability of its correct candidates at full load (cv_under_load)
+            c = cv_under_load(r.get("records") or [])
+            row.update({"median_cv": c["median_cv"], "cv_above_10pct": c["share_cv_above_10pct"],
+                        "cv_robust_above_10pct": c["share_cv_robust_above_10pct"]})
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def cv_under_load(records: list[dict]) -> dict:
+    """Timing stability of the correct candidates of one throughput run (the harness at full load):
+    median classic CV (std / mean) and robust CV (harness.robust_cv), and the share of candidates
+    above 10 % by each. Runs from before session 31 recorded no robust CV: NaN there."""
+    import math
+
+    ok = [r for r in records if r.get("status") == "correct" and r.get("cv") is not None]
+
+    def med(xs):
+        xs = sorted(xs)
+        return float("nan") if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+    classic = [float(r["cv"]) for r in ok]
+    robust = [float(r["cv_robust"]) for r in ok if r.get("cv_robust") is not None]
+    share = lambda xs: sum(x > 0.1 for x in xs) / len(xs) if xs else math.nan  # noqa: E731
+    return {"correct": len(ok), "median_cv": med(classic), "median_cv_robust": med(robust),
+            "share_cv_above_10pct": share(classic), "share_cv_robust_above_10pct": share(robust)}
 
 
 def context_rate(bench_dir: str | Path = "data/bench") -> pd.DataFrame:

@@ -57,6 +57,8 @@ SCHEMA = pa.schema([
     ("baseline_ms", pa.float64()),    # the task's naive variant, same runner, interleaved
     ("baseline_cv", pa.float64()),
     ("baseline_clean_ms", pa.float64()),  # the naive variant alone in a runner of its own
+    ("cv_robust", pa.float64()),      # 1.4826 MAD / median of the timed repetitions (harness.robust_cv)
+    ("baseline_cv_robust", pa.float64()),
     ("speedup", pa.float64()),        # baseline_ms / runtime_ms
     ("gpu", pa.string()),
     ("toolchain", pa.string()),
@@ -69,7 +71,8 @@ SCHEMA = pa.schema([
 ])
 COLUMNS = tuple(SCHEMA.names)
 # Added after the first shards were measured: absent in older rows, read back as null.
-OPTIONAL = ("baseline_cv", "baseline_clean_ms", "resources", "timings", "built_with")
+OPTIONAL = ("baseline_cv", "baseline_clean_ms", "cv_robust", "baseline_cv_robust", "resources", "timings",
+            "built_with")
 KEY = ("task_id", "variant")
 META_KEY = b"cudaperf"
 
@@ -91,6 +94,7 @@ def row_from_result(task: Task, variant: str, res: EvalResult, measured_at: str 
         "status": res.status, "correct": res.correct, "pass_rate": res.pass_rate,
         "runtime_ms": res.runtime_ms, "cv": res.cv, "baseline_ms": res.baseline_ms,
         "baseline_cv": res.baseline_cv, "baseline_clean_ms": res.baseline_clean_ms,
+        "cv_robust": res.cv_robust, "baseline_cv_robust": res.baseline_cv_robust,
         "speedup": res.speedup, "gpu": res.gpu, "toolchain": (res.versions or {}).get("toolchain"),
         "flags": list(res.flags), "message": res.message,
         "resources": json.dumps(res.resources, sort_keys=True) if res.resources else None,

@@ -290,7 +290,8 @@ def save_policy(model, tokenizer, path: str | Path, max_shard_size: str = "16MB"
 
 
 def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[str, float]]:
-    """{(task_id, variant): {"speedup", "cv"}} from measured variants.
+    """{(task_id, variant): {"speedup", "cv"}} from measured variants (cv: the robust CV where a
+    row has one, else the classic CV).
 
     `path` is one parquet/CSV/JSONL table or a directory of parquet shards (the schema of
     `cudaperf.measurements`; shards merged there, a later shard wins). Columns used: task_id,
@@ -323,6 +324,9 @@ def load_variant_measurements(path: str | Path) -> dict[tuple[str, str], dict[st
         if flags is not None and any(str(f).startswith("hack:") for f in list(flags)):
             continue
         s, cv = r.get("speedup"), r.get("cv")
+        robust = r.get("cv_robust")  # measured from session 31 on; see harness.robust_cv
+        if robust is not None and math.isfinite(float(robust)):
+            cv = robust
         if s is None or not math.isfinite(float(s)):
             continue
         ok_cv = cv is not None and math.isfinite(float(cv))
@@ -930,7 +934,8 @@ def judged_sample(task: Task, sample: int, res: Any, code: str) -> dict[str, Any
     task, sample index, the harness verdict, the code and, for an nvcc rejection, its error class."""
     return {"task_id": task.task_id, "family": task.family, "sample": sample, "status": res.status,
             "compiled": res.compiled, "correct": bool(res.correct), "pass_rate": res.pass_rate,
-            "speedup": res.speedup, "cv": res.cv, "flags": list(res.flags), "code": code,
+            "speedup": res.speedup, "cv": res.cv, "cv_robust": res.cv_robust, "rep_ms": list(res.rep_ms),
+            "flags": list(res.flags), "code": code,
             **compile_failure(res)}
 
 

@@ -246,8 +246,9 @@ def feedback_message(result: EvalResult) -> str:
         lines.append("The attempt is correct on every test configuration.")
         if r.speedup is not None:
             s = f"Speedup over the naive CUDA version: {r.speedup:.2f}x"
-            if r.cv is not None:
-                s += f" (timing variation {100 * r.cv:.1f}%)"
+            cv = r.cv_robust if r.cv_robust is not None else r.cv  # what R_cv reads by default
+            if cv is not None:
+                s += f" (timing variation {100 * cv:.1f}%)"
             lines.append(s + ".")
         if r.runtime_ms is not None:
             lines.append(f"Runtime at the timed size: {r.runtime_ms:.4g} ms.")

@@ -42,9 +42,12 @@ class EvalResult:
     correct: bool | None = None
     failures: list[dict[str, Any]] = field(default_factory=list)  # test, reason, error size
     runtime_ms: float | None = None  # median over timed repetitions
-    cv: float | None = None  # coefficient of variation of the timed repetitions
+    cv: float | None = None  # coefficient of variation of the timed repetitions (std / mean)
+    cv_robust: float | None = None  # 1.4826 * MAD / median of the same repetitions (harness.robust_cv)
+    rep_ms: list[float] = field(default_factory=list)  # the timed repetitions, in order
     baseline_ms: float | None = None  # naive variant (c2cuda) or eager (torch2cuda), same worker
     baseline_cv: float | None = None
+    baseline_cv_robust: float | None = None
     baseline_clean_ms: float | None = None  # the naive variant alone, in a runner of its own
     speedup: float | None = None  # baseline_ms / runtime_ms (torch2cuda: eager_ms / runtime_ms)
     eager_ms: float | None = None  # torch2cuda: PyTorch eager of the task's Model, trusted worker, same GPU

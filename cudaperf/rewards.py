@@ -5,6 +5,7 @@ Verifiable reward R_ver, gated:
   * compiles, pass rate p < 1:    R_corr = -alpha_wrong * (1 - p)
   * p = 1:                        R_speed = alpha_speed * clip(log2 S, s_min, s_max)
                                   R_cv    = -alpha_cv * cv
+  (cv: RewardConfig.cv_statistic, by default the robust CV of the timed runs; see `timing_cv`)
 A crash while running counts as p = 0 for the configurations not passed (it is "compiled, wrong");
 so does a record the harness could not judge even on retry (an internal error), which a hostile
 candidate could otherwise provoke to escape a wrong answer's penalty.
@@ -28,6 +29,19 @@ from typing import Any, Callable, Sequence
 from cudaperf.config import HarnessConfig, RewardConfig
 from cudaperf.result import EvalResult, correctness_unjudged
 from cudaperf.tasks import Task
+
+
+CV_STATISTICS = ("robust", "classic")
+
+
+def timing_cv(res: EvalResult, statistic: str = "robust") -> float | None:
+    """The CV R_cv reads: the robust one (`harness.robust_cv`) when asked for and recorded (records
+    from before session 31 have none: their classic CV), else the classic std / mean."""
+    if statistic not in CV_STATISTICS:
+        raise ValueError(f"cv_statistic must be one of {CV_STATISTICS}, not {statistic!r}")
+    if statistic == "robust" and res.cv_robust is not None:
+        return res.cv_robust
+    return res.cv
 
 
 def reward_components(res: EvalResult, cfg: RewardConfig) -> dict[str, float]:
@@ -55,7 +69,7 @@ def reward_components(res: EvalResult, cfg: RewardConfig) -> dict[str, float]:
     else:
         if res.rewardable_speed and res.speedup and res.speedup > 0:
             out["r_speed"] = cfg.alpha_speed * min(max(math.log2(res.speedup), cfg.s_min), cfg.s_max)
-        out["r_cv"] = -cfg.alpha_cv * float(res.cv or 0.0)
+        out["r_cv"] = -cfg.alpha_cv * float(timing_cv(res, cfg.cv_statistic) or 0.0)
     out["r_ver"] = sum(out.values())
     return out
 

@@ -516,6 +516,7 @@ class MultiTurnRollout:
         res = row["result"]
         return {"task_id": row["task_id"], "chain": row["chain"], "turn": row["turn"], "class": cls,
                 "status": res.status, "pass_rate": res.pass_rate, "speedup": res.speedup, "cv": res.cv,
+                "cv_robust": res.cv_robust, "rep_ms": list(res.rep_ms),
                 "flags": ",".join(res.flags), "cached": bool(res.cached),
                 **{k: row["comps"][k] for k in ("r_comp", "r_corr", "r_speed", "r_cv", "r_ver")},
                 "r_str": row["r_str"], "ret_ver": row["ret_ver"], "ret_str": row["ret_str"],

@@ -19,8 +19,9 @@ Guarantees of `signal_split(attempts, scale)`:
   ``"none"`` pool the sums of squares over groups. Shares sum to 1 when some group has spread,
   and are NaN when none has (no signal).
 - Counts: groups, groups without spread (``zero_spread``), groups holding both correct and
-  not-correct attempts (``mixed``), all correct, none correct. Unjudged attempts (compiled, no
-  GPU) count as not correct.
+  not-correct attempts (``mixed``), all correct, none correct, and ``inverted``: mixed groups
+  whose correct attempts earned less on average than the others (the advantage there pushes
+  away from correctness). Unjudged attempts (compiled, no GPU) count as not correct.
 """
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ class SignalSplit:
     mixed: int = 0
     all_correct: int = 0
     none_correct: int = 0
+    inverted: int = 0
     correct: float = float("nan")
     speed: float = float("nan")
     failure: float = float("nan")
@@ -87,7 +89,11 @@ def signal_split(attempts: Iterable[tuple[Hashable, float, str]], scale: str = "
         rewards = [r for r, _ in items]
         flags = [c for _, c in items]
         n_ok = sum(flags)
-        out.mixed += 0 < n_ok < len(flags)
+        if 0 < n_ok < len(flags):
+            out.mixed += 1
+            yes = [r for r, c in items if c]
+            no = [r for r, c in items if not c]
+            out.inverted += sum(yes) / len(yes) < sum(no) / len(no)
         out.all_correct += n_ok == len(flags)
         out.none_correct += n_ok == 0
         parts = group_parts(rewards, flags)
@@ -141,7 +147,8 @@ def samples_signal(samples: Any, reward_config: Any, scale: str = "group", by: s
             flags = [str(f) for f in (r.flags if r.flags is not None else [])]
             res = EvalResult(r.task_id, "", status=str(r.status), compiled=bool(r.compiled),
                              correct=None if r.correct is None else bool(r.correct), pass_rate=_num(r.pass_rate),
-                             speedup=_num(r.speedup), cv=_num(r.cv), flags=flags)
+                             speedup=_num(r.speedup), cv=_num(r.cv),
+                             cv_robust=_num(getattr(r, "cv_robust", None)), flags=flags)
             att.append((r.task_id, reward_components(res, reward_config)["r_ver"], attempt_class(res)))
         rows.append({by: key, "samples": len(df), **signal_split(att, scale).to_row()})
     return pd.DataFrame(rows)

@@ -212,7 +212,7 @@ def evaluate_modelnew(h: "Harness", task: Task, source: str, res: "EvalResult") 
 
 def _drive_modelnew(h: "Harness", task: Task, source: str, w: gpuworker.Runner, scratch: Path, gpu: int,
                     res: "EvalResult") -> None:
-    from cudaperf.harness import _fields
+    from cudaperf.harness import _fields, _floats
 
     cfg, lock = h.cfg, h._locks[gpu]
     write_spec(scratch, task, "modelnew", h._flush_bytes(), source)
@@ -275,7 +275,7 @@ def _drive_modelnew(h: "Harness", task: Task, source: str, w: gpuworker.Runner, 
         res.failures.append({"stage": "time", "reason": rep[:1000]})
         return
     _, a, b = _fields(rep, 3)
-    h._note_times(res, _median_cv(a, cfg.reps), _median_cv(b, cfg.reps))
+    h._note_times(res, _floats(a, cfg.reps), _floats(b, cfg.reps))
     t = time.perf_counter()
     other = [s for s in seeds if s != used[perf.name]] or [cfg.check_seeds]
     ok, fail = checked(perf, rng.choice(other))

@@ -184,9 +184,9 @@ def _drive_group(h: "Harness", task: Task, runner: gpuworker.Runner, shim: Path,
                                      timeout=cfg.run_timeout_s * 2 * len(order)), "time")
         fields = _fields(rep, len(order) + 1)[1:]
         common["time"] = round(clock() - t, 4)
-        base = _median_cv(_floats(fields[0], cfg.reps))
+        base = _floats(fields[0], cfg.reps)
         for i, f in zip(good, fields[1:]):
-            h._note_times(out[i], _median_cv(_floats(f, cfg.reps)), base)
+            h._note_times(out[i], _floats(f, cfg.reps), base)
         # ---- recheck on fresh inputs, on the buffers that were timed (HarnessConfig.recheck)
         if cfg.recheck:
             t = clock()

@@ -181,6 +181,35 @@ def test_reward_gates_follow_design():
     assert reward_components(unjudged, cfg)["r_ver"] == -cfg.alpha_wrong < cfg.compile_only_reward
 
 
+def test_robust_cv_ignores_one_disturbed_repetition_and_sees_a_spread():
+    from cudaperf.harness import _median_cv, robust_cv
+
+    steady = [0.100, 0.101, 0.099, 0.100, 0.102, 0.098, 0.100, 0.101, 0.099, 0.100] * 2
+    spiked = steady[:7] + [1.0] + steady[8:]  # one of 20 runs 10x the rest
+    assert _median_cv(spiked)[1] > 1.3  # the classic CV calls this kernel wildly unstable
+    assert robust_cv(spiked) == pytest.approx(robust_cv(steady), abs=0.002)
+    assert robust_cv(spiked) < 0.02
+    spread = [0.05 + 0.005 * i for i in range(20)]  # runs that vary as a whole
+    assert robust_cv(spread) == pytest.approx(_median_cv(spread)[1], rel=0.35) and robust_cv(spread) > 0.2
+    assert robust_cv([0.1]) == 0.0
+
+
+def test_r_cv_reads_the_robust_cv_by_default_and_the_classic_one_when_asked():
+    from dataclasses import replace
+
+    from cudaperf.rewards import timing_cv
+
+    base = dict(task_id="t", candidate_hash="h", compiled=True, status="correct", pass_rate=1.0, correct=True,
+                speedup=2.0)
+    res = EvalResult(**base, cv=2.2, cv_robust=0.01)
+    assert reward_components(res, RewardConfig())["r_cv"] == pytest.approx(-0.01)
+    assert reward_components(res, replace(RewardConfig(), cv_statistic="classic"))["r_cv"] == pytest.approx(-2.2)
+    old = EvalResult(**base, cv=0.3)  # a record from before the robust CV: its classic one
+    assert timing_cv(old) == 0.3 and reward_components(old, RewardConfig())["r_cv"] == pytest.approx(-0.3)
+    with pytest.raises(ValueError, match="cv_statistic"):
+        timing_cv(res, "mad")
+
+
 def test_extract_code_tolerates_chatter():
     code = 'extern "C" void f() {}'
     assert extract_code(f"Sure! Here it is:\n```cuda\n{code}\n```\nHope it helps.").strip() == code
@@ -447,3 +476,33 @@ def test_kept_runners_retire_on_a_leak_and_not_on_other_runners_memory(tmp_path,
         assert ra.timings["shared_position"] == 0  # judged in another runner
     finally:
         h.close()
+
+
+def test_init_lock_holds_the_gpu_lock_shared_around_context_creation():
+    """HarnessConfig.init_lock (session 31): a runner's init under the GPU lock held shared, so no
+    timed region (exclusive) overlaps a context creation; off by default."""
+    import contextlib
+    from dataclasses import replace
+
+    held: list[str] = []
+    seen: list[tuple[str, bool]] = []
+
+    class Lock:
+        @contextlib.contextmanager
+        def shared(self):
+            held.append("shared")
+            try:
+                yield
+            finally:
+                held.pop()
+
+    class Runner:
+        def request(self, line, timeout=None):
+            seen.append((line.split()[0], bool(held)))
+            return "ok H100 9.0 1"
+
+    for on in (False, True):
+        h = Harness.__new__(Harness)
+        h.cfg, h._locks = replace(get_profile("smoke").harness, init_lock=on), {0: Lock()}
+        assert h._init_request(Runner(), "shim.so", 0).startswith("ok")
+    assert seen == [("init", False), ("init", True)]

@@ -2,6 +2,10 @@
 from __future__ import annotations
 
 import json
+import math
+from pathlib import Path
+
+import pytest
 
 from cudaperf import harnessbench
 
@@ -33,3 +37,18 @@ def test_tables_from_bench_files_and_nothing_from_none(tmp_path):
     assert len(pairs) == 2 and summary["spearman"] == 1.0 and summary["gpu"] == "G"
     harnessbench.plot(tmp_path, out=tmp_path / "h.png")
     assert (tmp_path / "h.png").stat().st_size > 0
+
+
+def test_cv_under_load_sets_the_classic_cv_against_the_robust_one():
+    from cudaperf.harnessbench import cv_under_load
+
+    recs = [{"status": "correct", "cv": 2.5, "cv_robust": 0.01}, {"status": "correct", "cv": 0.02, "cv_robust": 0.02},
+            {"status": "correct", "cv": 0.3, "cv_robust": 0.2}, {"status": "wrong", "cv": None}]
+    c = cv_under_load(recs)
+    assert c["correct"] == 3 and c["median_cv"] == 0.3 and c["median_cv_robust"] == 0.02
+    assert c["share_cv_above_10pct"] == pytest.approx(2 / 3) and c["share_cv_robust_above_10pct"] == pytest.approx(1 / 3)
+    # a committed run from before the robust CV: the classic figures, NaN for the robust ones
+    old = json.loads(Path("data/bench/harness_kept16_nvidia-h100-80gb-hbm3_session25.json").read_text())
+    c = cv_under_load(old["throughput"]["records"])
+    assert c["correct"] == 240 and 0.005 < c["median_cv"] < 0.02 and 0.2 < c["share_cv_above_10pct"] < 0.3
+    assert math.isnan(c["median_cv_robust"])

@@ -107,6 +107,9 @@ def test_one_candidate_path_verdicts(emu):
     assert ok.status == "correct" and ok.correct and ok.pass_rate == 1.0, (ok.message, ok.failures)
     assert ok.gpu == "Host Emulator" and ok.runtime_ms > 0 and ok.baseline_ms > 0 and ok.cv is not None
     assert ok.baseline_clean_ms > 0 and ok.speedup > 0
+    # the timed repetitions themselves and both CVs of them (harness.robust_cv)
+    assert len(ok.rep_ms) == 7 and ok.runtime_ms == pytest.approx(sorted(ok.rep_ms)[3], rel=1e-4)
+    assert ok.cv_robust is not None and ok.cv_robust >= 0 and ok.baseline_cv_robust is not None
     for key in ("runner_start", "check", "time", "recheck", "lock_wait_shared", "lock_held_exclusive"):
         assert key in ok.timings, key
     assert zeros.status == "wrong" and zeros.pass_rate < 1.0 and zeros.runtime_ms is None

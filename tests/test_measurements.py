@@ -16,6 +16,7 @@ def _res(task, status="correct", runtime=1.0, base=2.0, flags=(), gpu="NVIDIA H2
     return EvalResult(task_id=task.task_id, candidate_hash="h", status=status, compiled=status != "compile_error",
                       pass_rate=1.0 if ok else (0.5 if status == "wrong" else None), correct=ok if status != "compiled" else None,
                       runtime_ms=runtime if ok else None, cv=0.01 if ok else None,
+                      cv_robust=0.008 if ok else None,
                       baseline_ms=base if ok else None, speedup=base / runtime if ok else None,
                       gpu=gpu, versions={"toolchain": "nvcc 13.0"}, flags=list(flags), message=status)
 
@@ -38,12 +39,24 @@ def test_round_trip_keeps_values_types_and_metadata(tmp_path):
     df = M.load_measurements(p)
     assert list(df.columns) == list(M.COLUMNS) and len(df) == len(rows)
     assert df.loc[0, "runtime_ms"] == 1.0 and df.loc[0, "speedup"] == 2.0 and df.loc[0, "toolchain"] == "nvcc 13.0"
+    assert df.loc[0, "cv_robust"] == 0.008 and pd.isna(df.loc[0, "baseline_cv_robust"])
     assert df.loc[1, "flags"] == ["hack:faster_than_roofline"] and df.loc[1, "status"] == "wrong"
     assert pd.isna(df.loc[1, "runtime_ms"]), "a field the harness did not fill must stay null"
     assert pd.isna(df.loc[len(df) - 1, "correct"])  # compiled-only: correctness unknown, not False
     assert M.measurement_metadata(p) == {"gpu": "NVIDIA H200", "driver": "580"}
     import pyarrow.parquet as pq
     assert pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "ZSTD"
+
+
+def test_shards_written_before_the_robust_cv_still_load(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = dev_tasks()[0]
+    df = M.to_table(_rows([t])).drop(columns=["cv_robust", "baseline_cv_robust"])
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), tmp_path / "old.parquet")
+    back = M.load_measurements(tmp_path / "old.parquet")
+    assert list(back.columns) == list(M.COLUMNS) and back["cv_robust"].isna().all()
 
 
 def test_schema_is_enforced(tmp_path):

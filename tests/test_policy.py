@@ -160,6 +160,9 @@ def test_load_variant_measurements_skips_incorrect_and_unmeasured(tmp_path):
                   {"task_id": "a", "variant": "none", "speedup": None, "cv": 0.0, "correct": True}]).to_parquet(p)
     m = policy.load_variant_measurements(p)
     assert m == {("a", "naive"): {"speedup": 1.0, "cv": 0.01}, ("a", "fast"): {"speedup": 3.0, "cv": None}}
+    df = pd.read_parquet(p).assign(cv_robust=[0.004, None, None, None])  # robust CV where measured
+    df.to_parquet(p)
+    assert policy.load_variant_measurements(p)[("a", "naive")]["cv"] == 0.004
 
 
 def test_load_variant_measurements_reads_shards_of_the_measurement_table(tmp_path):

@@ -288,6 +288,9 @@ def test_build_items_normalises_against_naive_and_drops_unusable_rows():
     assert not any(c.startswith("x_prof_") for c in items)
     prof = feats.assign(**{f"prof_{n}": feats[n] for n in FEATURE_NAMES})
     assert all(c in ranker.build_items(meas, prof, {"fa": "test"}) for c in ranker.profiled_columns())
+    # the robust CV where a row has one (measured from session 31 on), else the classic one
+    robust = ranker.build_items(meas.assign(cv_robust=[0.002, None, None, None, None]), feats, {"fa": "test"})
+    assert list(robust["cv"]) == [0.002, 0.0]
 
 
 # --------------------------------------------------------------------------- save / load / CLI

@@ -24,6 +24,13 @@ def test_a_group_split_only_by_correctness_is_all_correctness_signal():
                         ("t", -2.0, "not_compiled")])
     assert (out.groups, out.mixed, out.zero_spread) == (1, 1, 0)
     assert out.correct == pytest.approx(1.0) and out.speed == 0.0 and out.failure == 0.0
+    assert out.inverted == 0
+
+
+def test_a_mixed_group_paying_correct_attempts_less_is_inverted():
+    # a correct kernel with a large timing-variation penalty earns less than a half-right one
+    out = signal_split([("t", -2.6, "correct"), ("t", -1.0, "wrong"), ("t", -1.0, "wrong")])
+    assert out.mixed == 1 and out.inverted == 1 and out.correct > 0.9
 
 
 def test_all_correct_groups_teach_speed_and_equal_groups_nothing():
