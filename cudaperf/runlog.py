@@ -216,6 +216,42 @@ def eval_files(data_dir: str | Path = "data/grpo", kind: str = "summary") -> lis
     return [f for f in every if f.stem.endswith(f"_{kind}")]
 
 
+def eval_signal_table(reward_config: Any, data_dir: str | Path = "data/grpo") -> Any:
+    """What GRPO would learn from each committed held-out evaluation's judged samples, read as
+    groups (`signalsplit.samples_signal`, R_ver only): one row per (run, eval, policy, R_cv on/off),
+    the ``signal_*`` columns, and over the correct samples the mean R_speed and R_cv and the share
+    whose R_ver falls below -1 (a wrong answer passing half the tests). "R_cv off" stands in for a
+    robust CV (harness.robust_cv) where the samples recorded only the classic one."""
+    import pandas as pd
+    from dataclasses import replace
+
+    from cudaperf.result import EvalResult
+    from cudaperf.rewards import reward_components
+    from cudaperf.signalsplit import samples_signal
+
+    rows = []
+    for f in eval_files(data_dir, "samples"):
+        df = pd.read_parquet(f)
+        for cv_on in (True, False):
+            rc = reward_config if cv_on else replace(reward_config, alpha_cv=0.0)
+            sig = samples_signal(df, rc)
+            for _, r in sig.iterrows():
+                ok = df[(df["policy"] == r["policy"]) & (df["status"] == "correct")]
+                comps = [reward_components(EvalResult(
+                    x.task_id, "", status="correct", compiled=True, correct=True, pass_rate=1.0,
+                    speedup=None if pd.isna(x.speedup) else float(x.speedup),
+                    cv=None if pd.isna(x.cv) else float(x.cv),
+                    flags=[str(g) for g in (x.flags if x.flags is not None else [])]), rc)
+                    for x in ok.itertuples(index=False)]
+                n = max(1, len(comps))
+                rows.append({"run": f.parent.name, "eval": f.stem.removesuffix("_samples"), **r.to_dict(),
+                             "r_cv_on": cv_on, "correct_samples": len(comps),
+                             "mean_r_speed": sum(c["r_speed"] for c in comps) / n,
+                             "mean_r_cv": sum(c["r_cv"] for c in comps) / n,
+                             "correct_below_half_wrong": sum(c["r_ver"] < -1.0 for c in comps) / n})
+    return pd.DataFrame(rows)
+
+
 def turn_curves(data_dir: str | Path = "data/grpo") -> Any:
     """One row per (run, eval, policy, turn) of every multi-turn evaluation: the share of chains correct
     by that turn, averaged over tasks (`refine_eval.pass_by_turn`). Empty frame when there is none."""
@@ -252,7 +288,7 @@ def judging_table(runs: dict[str, Any]) -> Any:
 
 
 __all__ = ["EVAL_KINDS", "eval_files", "turn_curves", "JUDGING_COLUMNS", "STEP_PARTS", "call_changes", "fresh_step_parts", "fresh_steps", "judging_table", "load_runs", "load_settings", "paired_eval",
-           "SIGNAL_PARTS", "plot_fresh_step_parts", "plot_signal_split", "plot_step_split", "signal_table", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
+           "SIGNAL_PARTS", "eval_signal_table", "plot_fresh_step_parts", "plot_signal_split", "plot_step_split", "signal_table", "pool_epochs", "reward_trend", "targets_table", "trend_table"]
 
 
 STEP_TARGET_S = 30.0  # issue 9: a mini step (16 tasks x 8 attempts, one turn) within 30 s

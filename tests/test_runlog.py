@@ -274,3 +274,26 @@ def test_signal_table_and_plot_cover_runs_that_logged_the_split():
     heights = [p.get_height() for p in ax.patches]
     assert heights == pytest.approx([0.6, 0.2, 0.3, 0.7, 0.1, 0.1])
     plt.close(fig)
+
+
+def test_eval_signal_table_reads_samples_as_groups_with_and_without_r_cv(tmp_path):
+    from cudaperf.config import RewardConfig
+
+    d = tmp_path / "run"
+    d.mkdir()
+    rows = []
+    for pol in ("sft_start", "grpo"):
+        # task a: one correct sample with a spiked classic CV, one wrong sample passing half the tests
+        rows += [{"policy": pol, "task_id": "a", "status": "correct", "compiled": True, "correct": True,
+                  "pass_rate": 1.0, "speedup": 2.0, "cv": 2.5, "flags": []},
+                 {"policy": pol, "task_id": "a", "status": "wrong", "compiled": True, "correct": False,
+                  "pass_rate": 0.5, "speedup": None, "cv": None, "flags": []}]
+    pd.DataFrame(rows).to_parquet(d / "eval_infamily_samples.parquet")
+    t = runlog.eval_signal_table(RewardConfig(), tmp_path)
+    assert len(t) == 4 and set(t["r_cv_on"]) == {True, False}
+    on = t[(t["policy"] == "grpo") & t["r_cv_on"]].iloc[0]
+    # R_ver: correct 1 - 2.5 = -1.5 against the wrong one's -1: the group is inverted
+    assert on["signal_inverted"] == 1 and on["correct_below_half_wrong"] == 1.0
+    assert on["mean_r_cv"] == pytest.approx(-2.5) and on["eval"] == "eval_infamily"
+    off = t[(t["policy"] == "grpo") & ~t["r_cv_on"]].iloc[0]
+    assert off["signal_inverted"] == 0 and off["correct_below_half_wrong"] == 0.0
