@@ -187,6 +187,7 @@ def repeatability(items: list[tuple[Task, str, str]], cache: str, workers_per_gp
     a, b = (noise.measure(items, cfg, workers_per_gpu) for _ in range(2))
     c = noise.compare(a, b)
     return {"variants": c["variants"], "timed_both": c["timed_both"], "median_cv": c["median_cv_a"],
+            "median_cv_robust": c.get("median_cv_robust_a"),
             "p90_cv": c["p90_cv_a"], "spearman": c["spearman"], "median_rel_shift": c["median_rel_shift"],
             "compare": c,
             "pairs": [{"task_id": t, "variant": v, "run1_ms": x, "run2_ms": y} for t, v, x, y in
@@ -267,7 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     if "repeat" not in a.skip:
         out["repeatability"] = repeatability(items[: a.n_repeat], cache, a.workers_per_gpu[0])
         r = out["repeatability"]
-        print(f"repeatability: median CV {r['median_cv']:.4f}, Spearman {r['spearman']}, "
+        print(f"repeatability: median CV {r['median_cv']:.4f} (robust {r['median_cv_robust']}), Spearman {r['spearman']}, "
               f"timed {r['timed_both']}/{r['variants']}", flush=True)
     shutil.rmtree(cache, ignore_errors=True)
     if "throughput" in out and "load_inline" in out:

@@ -19,7 +19,8 @@ from cudaperf.tasks import Task
 def measure(items: Sequence[tuple[Task, str, str]], harness_cfg: Any, workers_per_gpu: int = 4,
             progress: bool = True) -> pd.DataFrame:
     """Time (task, variant name, source) items through a fresh Harness with its result store off
-    (every item really runs). Columns: task_id, variant, status, runtime_ms, cv, gpu."""
+    (every item really runs). Columns: task_id, variant, status, runtime_ms, cv, cv_robust
+    (harness.robust_cv), gpu."""
     from cudaperf.harness import Harness
 
     h = Harness(harness_cfg, use_store=False, workers_per_gpu=workers_per_gpu)
@@ -29,13 +30,15 @@ def measure(items: Sequence[tuple[Task, str, str]], harness_cfg: Any, workers_pe
         h.close()
     return pd.DataFrame([{"task_id": t.task_id, "variant": v, "status": r.status,
                           "runtime_ms": float(r.runtime_ms) if r.runtime_ms else np.nan,
-                          "cv": float(r.cv) if r.cv is not None else np.nan, "gpu": r.gpu}
+                          "cv": float(r.cv) if r.cv is not None else np.nan,
+                          "cv_robust": float(r.cv_robust) if r.cv_robust is not None else np.nan, "gpu": r.gpu}
                          for (t, v, _), r in zip(items, res)])
 
 
 def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Any]:
     """How run `b` differs from run `a` (rows matched by task_id and variant): the median
-    coefficient of variation of each run's repetitions, the median and p90 relative shift of a
+    coefficient of variation of each run's repetitions (classic, and robust where the runs have a
+    ``cv_robust`` column), the median and p90 relative shift of a
     variant's median runtime |b - a| / mean(a, b), the median ratio b / a (> 1: b slower) and the
     Spearman rank correlation of the runtimes. Only variants timed in both runs count."""
     from scipy.stats import spearmanr
@@ -53,6 +56,8 @@ def compare(a: pd.DataFrame, b: pd.DataFrame) -> dict[str, Any]:
             "median_cv_a": med(m["cv_a"]), "median_cv_b": med(m["cv_b"]),
             "p90_cv_a": float(np.nanpercentile(m["cv_a"], 90)) if m["cv_a"].notna().any() else None,
             "p90_cv_b": float(np.nanpercentile(m["cv_b"], 90)) if m["cv_b"].notna().any() else None,
+            "median_cv_robust_a": med(m["cv_robust_a"]) if "cv_robust_a" in m else None,
+            "median_cv_robust_b": med(m["cv_robust_b"]) if "cv_robust_b" in m else None,
             "median_rel_shift": float(np.median(shift)) if len(shift) else None,
             "p90_rel_shift": float(np.percentile(shift, 90)) if len(shift) else None,
             "median_ratio_b_over_a": float(np.median(y / x)) if len(x) else None,

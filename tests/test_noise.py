@@ -40,3 +40,11 @@ def test_nothing_timed_gives_no_numbers():
     a = _run([np.nan, np.nan], [np.nan, np.nan])
     c = noise.compare(a, a)
     assert c["timed_both"] == 0 and c["spearman"] is None and c["median_rel_shift"] is None
+
+
+def test_robust_cv_is_compared_where_the_runs_have_it():
+    ms = np.array([1.0, 2.0, 3.0, 4.0])
+    a = _run(ms, [2.0, 0.01, 0.02, 1.5]).assign(cv_robust=[0.01, 0.01, 0.02, 0.03])
+    c = noise.compare(a, a)
+    assert c["median_cv_a"] == pytest.approx(0.76) and c["median_cv_robust_a"] == pytest.approx(0.015)
+    assert noise.compare(_run(ms, [0.01] * 4), _run(ms, [0.01] * 4))["median_cv_robust_a"] is None
