@@ -122,7 +122,8 @@ def train(args) -> None:
     _log(f"{out.steps_done}/{s.steps} steps (resumed from {out.resumed_from}); "
          f"{'stopped by budget' if out.stopped_by_budget else 'finished'} in {out.seconds:.0f}s")
     if len(log):
-        cols = ["step", "r_ver", "r_str", "compile_rate", "correct_rate", "t_step", "t_prepare_wait", "schedule_match"]
+        cols = ["step", "r_ver", "r_str", "compile_rate", "correct_rate", "t_step", "t_prepare_wait", "schedule_match",
+                "signal_mixed", "signal_correct", "signal_speed"]
         tail = log.tail(5)[[c for c in cols if c in log.columns]]
         _log("\n" + tail.to_string(index=False))
 
