@@ -225,9 +225,8 @@ def eval_signal_table(reward_config: Any, data_dir: str | Path = "data/grpo") ->
     import pandas as pd
     from dataclasses import replace
 
-    from cudaperf.result import EvalResult
     from cudaperf.rewards import reward_components
-    from cudaperf.signalsplit import samples_signal
+    from cudaperf.signalsplit import sample_result, samples_signal
 
     rows = []
     for f in eval_files(data_dir, "samples"):
@@ -237,12 +236,7 @@ def eval_signal_table(reward_config: Any, data_dir: str | Path = "data/grpo") ->
             sig = samples_signal(df, rc)
             for _, r in sig.iterrows():
                 ok = df[(df["policy"] == r["policy"]) & (df["status"] == "correct")]
-                comps = [reward_components(EvalResult(
-                    x.task_id, "", status="correct", compiled=True, correct=True, pass_rate=1.0,
-                    speedup=None if pd.isna(x.speedup) else float(x.speedup),
-                    cv=None if pd.isna(x.cv) else float(x.cv),
-                    flags=[str(g) for g in (x.flags if x.flags is not None else [])]), rc)
-                    for x in ok.itertuples(index=False)]
+                comps = [reward_components(sample_result(x), rc) for x in ok.itertuples(index=False)]
                 n = max(1, len(comps))
                 rows.append({"run": f.parent.name, "eval": f.stem.removesuffix("_samples"), **r.to_dict(),
                              "r_cv_on": cv_on, "correct_samples": len(comps),

@@ -128,6 +128,20 @@ def _num(x: Any) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+def sample_result(r: Any) -> Any:
+    """The EvalResult a judged sample row stands for (an evaluation's ``*_samples.parquet`` row as
+    a namedtuple: task_id, status, compiled, correct, pass_rate, speedup, cv, flags and, when the
+    samples recorded it, cv_robust), with what the reward reads."""
+    from cudaperf.result import EvalResult
+
+    flags = [str(f) for f in (r.flags if r.flags is not None else [])]
+    correct = r.correct
+    return EvalResult(r.task_id, "", status=str(r.status), compiled=bool(r.compiled),
+                      correct=None if correct is None else bool(correct), pass_rate=_num(r.pass_rate),
+                      speedup=_num(r.speedup), cv=_num(r.cv), cv_robust=_num(getattr(r, "cv_robust", None)),
+                      flags=flags)
+
+
 def samples_signal(samples: Any, reward_config: Any, scale: str = "group", by: str = "policy") -> Any:
     """`signal_split` of judged samples (an evaluation's ``*_samples.parquet``: task_id, status,
     compiled, correct, pass_rate, speedup, cv, flags), one row per value of `by`, grouping each
@@ -137,21 +151,16 @@ def samples_signal(samples: Any, reward_config: Any, scale: str = "group", by: s
     learn from: correctness or speed."""
     import pandas as pd
 
-    from cudaperf.result import EvalResult
     from cudaperf.rewards import reward_components
 
     rows = []
     for key, df in samples.groupby(by, sort=True):
         att = []
         for r in df.itertuples(index=False):
-            flags = [str(f) for f in (r.flags if r.flags is not None else [])]
-            res = EvalResult(r.task_id, "", status=str(r.status), compiled=bool(r.compiled),
-                             correct=None if r.correct is None else bool(r.correct), pass_rate=_num(r.pass_rate),
-                             speedup=_num(r.speedup), cv=_num(r.cv),
-                             cv_robust=_num(getattr(r, "cv_robust", None)), flags=flags)
+            res = sample_result(r)
             att.append((r.task_id, reward_components(res, reward_config)["r_ver"], attempt_class(res)))
         rows.append({by: key, "samples": len(df), **signal_split(att, scale).to_row()})
     return pd.DataFrame(rows)
 
 
-__all__ = ["CLASSES", "SCALES", "SignalSplit", "attempt_class", "group_parts", "samples_signal", "signal_split"]
+__all__ = ["CLASSES", "SCALES", "SignalSplit", "attempt_class", "group_parts", "sample_result", "samples_signal", "signal_split"]
