@@ -50,6 +50,10 @@ class RewardConfig:
     str_gate: str = _f("correct", "When R_str is paid: 'correct' (only p = 1, as DESIGN §1), 'compiled', or 'always'.")
     compile_only_reward: float = _f(0.0, "Reward for a compiled candidate when no GPU can run it (smoke profile on CPU).")
 
+    def __post_init__(self) -> None:
+        if self.cv_statistic not in ("robust", "classic"):  # said here, not at the first correct candidate
+            raise ValueError(f"cv_statistic must be 'robust' or 'classic', not {self.cv_statistic!r}")
+
 
 @dataclass(frozen=True)
 class HarnessConfig:

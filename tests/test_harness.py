@@ -208,6 +208,8 @@ def test_r_cv_reads_the_robust_cv_by_default_and_the_classic_one_when_asked():
     assert timing_cv(old) == 0.3 and reward_components(old, RewardConfig())["r_cv"] == pytest.approx(-0.3)
     with pytest.raises(ValueError, match="cv_statistic"):
         timing_cv(res, "mad")
+    with pytest.raises(ValueError, match="cv_statistic"):
+        replace(RewardConfig(), cv_statistic="mad")
 
 
 def test_extract_code_tolerates_chatter():
