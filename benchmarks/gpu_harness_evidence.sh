@@ -8,7 +8,8 @@
 #   limit; SKIP_BENCH=1: tests only; NT / NL / NR: bench sizes (NL below the machine's core count leaves
 #   load_inline's process pool partly idle, and the bench then gives no speed ratio); BENCH_WORKERS: runner threads
 #   per GPU, several values ("12 24") for one cold-cache throughput run each; BENCH_RUNNERS: "own",
-#   "shared" or "own shared" (HarnessConfig.share_runner); BENCH_SKIP: parts of the bench to skip
+#   "shared" or "own shared" (HarnessConfig.share_runner); BENCH_INIT_LOCK: "off", "on" or "off on"
+#   (HarnessConfig.init_lock, one throughput run each); BENCH_SKIP: parts of the bench to skip
 #   ("load_inline repeat").
 set -uo pipefail
 source "$(dirname "$0")/gpu_env.sh"
@@ -50,5 +51,5 @@ cat "$OUT"/gpu_tests_${SLUG}_*_full.log | grep -E "^(PASSED|FAILED|ERROR|SKIPPED
 [ "${SKIP_BENCH:-0}" = 1 ] && exit 0
 timeout ${BENCH_S:-150} python3 benchmarks/bench_harness.py --tasks data/tasks/c2cuda.jsonl.gz --n-throughput ${NT:-120} \
   --n-load-inline ${NL:-16} --n-repeat ${NR:-72} --workers-per-gpu ${BENCH_WORKERS:-12} --runners ${BENCH_RUNNERS:-own} \
-  ${BENCH_SKIP:+--skip $BENCH_SKIP} --out "$OUT" 2>&1 | grep -v "it/s\]" | grep -v "cand/s\]" | tail -14
+  --init-lock ${BENCH_INIT_LOCK:-off} ${BENCH_SKIP:+--skip $BENCH_SKIP} --out "$OUT" 2>&1 | grep -v "it/s\]" | grep -v "cand/s\]" | tail -24
 ls -la "$OUT"
