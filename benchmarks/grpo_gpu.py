@@ -452,7 +452,8 @@ def main(argv=None) -> None:
     t.add_argument("--probe-tasks", type=int, default=0, help="candidate tasks of the probe filter (0 = profile: 256)")
     t.add_argument("--alpha-speed", type=float, default=None,
                    help="scale of R_speed and R_str (default: the profile's, DESIGN's 1.0); e.g. 0.25 to make "
-                        "correctness weigh more against speed")
+                        "correctness weigh more against speed (with --scale-rewards batch: per-group scaling "
+                        "undoes it in all-correct groups)")
     t.add_argument("--split", default="", choices=["", "train", "infamily_rest"],
                    help="task pool ('' = profile: train, the programs SFT trained on; infamily_rest: the in-family "
                         "held-out programs outside the 64-task evaluation slice, unseen by SFT, so that GRPO "

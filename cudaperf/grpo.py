@@ -118,7 +118,9 @@ class GRPOSettings:
     alpha_speed: float = _f(-1.0, "Override RewardConfig.alpha_speed for this run (< 0 = the profile's, DESIGN's 1.0). "
                                   "It scales R_speed and R_str, so a smaller value makes correctness weigh more "
                                   "against speed: at 1.0 a correct attempt earns up to +4 for speed while a wrong "
-                                  "one loses at most 2 (sessions 21-28: GRPO became faster, not more often correct).")
+                                  "one loses at most 2 (sessions 21-28: GRPO became faster, not more often correct). "
+                                  "Under scale_rewards 'group' it changes little: an all-correct group's advantages "
+                                  "are the same at any value (session 31, cudaperf.signalsplit); pair it with 'batch'.")
     save_steps: int = _f(10, "Checkpoint every this many steps (and at a time-budget stop).")
     time_budget_s: float = _f(0.0, "Stop, checkpoint and return after this many seconds (0 = none).")
     logging_steps: int = _f(1, "TRL logging interval (the step log is written every step).")
@@ -158,13 +160,17 @@ class GRPOSettings:
 # 80 GB in the update: later turns' prompts carry the previous attempt and its feedback (up to
 # max_prompt_tokens 3072 + 1024 new), and TRL's loss took all 128 rows in one forward. One-turn
 # steps fit (prompts of a few hundred tokens), so they keep the single pass and its step time.
-MULTI_TURN_MICRO_BATCH = 32
+# 16, not 32 (session 31): the failing allocation was SDPA's padding-mask bias; at the longest rows
+# (4,096 tokens) a bias per row, layer and head is 8 x 4096^2 x 2 B = 268 MB, kept for the backward
+# pass in each of M's 8 layers: 34 GB for 16 rows, 69 GB for 32 beside the runners. Whether SDPA
+# keeps it per head has not been measured; passes of 16 rows of a model this small cost ~1 s a step.
+MULTI_TURN_MICRO_BATCH = 16
 
 
 def update_micro_batch(s: GRPOSettings) -> int:
     """Rows per forward/backward pass of a step's update (see GRPOSettings.micro_batch). The
     multi-turn default is the largest divisor of the step's rows up to MULTI_TURN_MICRO_BATCH
-    (TRL splits a step into equal passes): 32 of 128, 20 of 80."""
+    (TRL splits a step into equal passes): 16 of 128, 12 of 72."""
     rows = s.tasks_per_step * s.group_size
     if not s.micro_batch and s.turns > 1:
         return max(d for d in range(1, min(rows, MULTI_TURN_MICRO_BATCH) + 1) if rows % d == 0)

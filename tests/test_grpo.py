@@ -515,9 +515,10 @@ def test_update_micro_batch_defaults_and_validation():
     assert mini.turns == 3 and grpo.update_micro_batch(mini) == grpo.MULTI_TURN_MICRO_BATCH
     assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", turns=1)) == 128  # one pass
     assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", turns=1, micro_batch=16)) == 16
-    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("smoke", turns=2)) == 16  # 2 x 8 < 32
-    # 10 tasks x 8 = 80 rows: 32 does not divide them, 20 does (TRL cuts a step into equal passes)
-    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", tasks_per_step=10)) == 20
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("smoke", turns=2)) == 16  # 2 x 8
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("smoke", turns=2, group_size=4)) == 8
+    # 9 tasks x 8 = 72 rows: 16 does not divide them, 12 does (TRL cuts a step into equal passes)
+    assert grpo.update_micro_batch(grpo.GRPOSettings.for_profile("mini", tasks_per_step=9)) == 12
     with pytest.raises(ValueError, match="must divide"):
         grpo.GRPOSettings.for_profile("mini", micro_batch=48)
 
