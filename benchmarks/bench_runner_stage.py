@@ -28,13 +28,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 
-def emulated_runner(out: Path, source: Path) -> Path:
-    exe = out / "cudaperf_runner_emu"
-    subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
-                    str(source), "-o", str(exe), "-ldl", "-rdynamic"], check=True)
-    return exe
-
-
 def _shim(out: Path) -> Path:
     src, so = out / "shim.c", out / "shim.so"
     src.write_text("void cudaperf_call(void *fn, void **a) {\n"
@@ -58,6 +51,7 @@ def _argfile(scratch: Path, name: str, numel: int, seed: int) -> str:
 
 def main(argv=None) -> None:
     from cudaperf import gpuworker
+    from cudaperf.hostemu import build_emulated_runner
 
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=float, default=256, help="size of each perf-size buffer (MiB)")
@@ -68,7 +62,7 @@ def main(argv=None) -> None:
     a = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
-        exe = gpuworker.build_runner(tmp / "cache") if a.real else emulated_runner(tmp, Path(a.source))
+        exe = gpuworker.build_runner(tmp / "cache") if a.real else build_emulated_runner(tmp, Path(a.source))
         scratch = tmp / "scratch"
         scratch.mkdir()
         big = int(a.mb * (1 << 20)) // 4

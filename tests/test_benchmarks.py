@@ -112,3 +112,21 @@ def test_bench_speed_ratio_only_from_a_full_load_inline_pool():
     assert ratio is None and "not full" in why
     ratio, why = bench_harness.speed_ratio(thr, {**full, "built_ok": 15})
     assert ratio is None and "1 of 16" in why
+
+
+def test_bench_harness_cpu_picks_streaming_tasks_and_runs_one_candidate(tmp_path):
+    """bench_harness_cpu.py on the host emulator: seeded task choice over the streaming families,
+    and a one-candidate run that judges the C reference correct and writes its file."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bench_harness_cpu as B
+
+    from cudaperf.tasks import load_tasks
+
+    tasks = load_tasks(ROOT / "data" / "tasks" / "c2cuda.jsonl.gz")
+    a, b = B.pick_tasks(tasks, 5, 1), B.pick_tasks(tasks, 5, 1)
+    assert [t.task_id for t in a] == [t.task_id for t in b] and all(t.family in B.STREAMING for t in a)
+    assert len({t.family for t in a}) == 5  # one family after another
+    assert B.main(["--n-tasks", "1", "--per-task", "1", "--workers", "1", "--out", str(tmp_path)]) == 0
+    (f,) = tmp_path.glob("harness_cpu_*.json")
+    out = json.loads(f.read_text())
+    assert out["status_counts"] == {"correct": 1} and out["harness_cpu_s_per_candidate"] > 0

@@ -12,17 +12,14 @@ bookkeeping (which slot's times go where), never performance.
 from __future__ import annotations
 
 import copy
-import hashlib
 import os
 import subprocess
-import threading
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cudaperf import gpuworker, harness as H
-from cudaperf.compile import CompileResult
 from cudaperf.config import get_profile
 from cudaperf.devtasks import dev_tasks
 from cudaperf.tasks import task_from_dict
@@ -59,47 +56,16 @@ MEMO = """static const float *last_a; static float *last_out; static int last_ro
 
 
 @pytest.fixture(scope="module")
-def emu(tmp_path_factory, monkeypatch_module):
-    """A Harness whose runner is host-emulated and whose 'nvcc' is gcc on C candidates."""
+def emu(tmp_path_factory):
+    """A Harness whose runner is host-emulated and whose 'nvcc' is gcc on C candidates
+    (cudaperf.hostemu)."""
+    from cudaperf.hostemu import emulated_harness
+
     cache = tmp_path_factory.mktemp("emu-cache")
-    libs = tmp_path_factory.mktemp("emu-libs")
-    runner = libs / "cudaperf_runner_emu"
-    subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
-                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(runner), "-ldl", "-rdynamic"],
-                   check=True)
-    gpuworker._open_path(runner)
-
-    built = threading.Lock()  # threads compile the same naive variant at once: build it once
-
-    def gcc(source, **_kw):
-        so = libs / f"c{hashlib.sha256(source.encode()).hexdigest()[:16]}.so"
-        with built:
-            if not so.exists():
-                src = so.with_suffix(".c")
-                src.write_text(source)
-                p = subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-x", "c", str(src), "-o", str(so)],
-                                   capture_output=True, text=True)
-                if p.returncode:
-                    return CompileResult(ok=False, so_path=None, log=p.stderr)
-                gpuworker._open_path(so)
-        return CompileResult(ok=True, so_path=str(so), log="")
-
-    monkeypatch_module.setattr(gpuworker, "build_runner", lambda cache_dir: runner)
-    monkeypatch_module.setattr(H, "compile_candidate", gcc)
-    # The naive "variant" of the emulated task is its C reference.
-    monkeypatch_module.setattr(H.Harness, "_baseline_so", lambda self, task: gcc(task.reference).so_path)
     cfg = get_profile("smoke", **{"harness.cache_dir": str(cache), "harness.flush_l2": False,
                                   "harness.reps": 7, "harness.warmup": 1, "harness.run_timeout_s": 3.0}).harness
-    h = H.Harness(cfg, use_store=False, gpus=[0], workers_per_gpu=2)
-    yield h
-    h.close()
-
-
-@pytest.fixture(scope="module")
-def monkeypatch_module():
-    mp = pytest.MonkeyPatch()
-    yield mp
-    mp.undo()
+    with emulated_harness(cfg, tmp_path_factory.mktemp("emu-libs"), workers_per_gpu=2) as h:
+        yield h
 
 
 def test_one_candidate_path_verdicts(emu):
@@ -423,10 +389,9 @@ def test_runner_reuses_freed_host_buffers_without_leaking_their_bytes(tmp_path):
     size (they are not faulted in and zeroed again). Their old bytes must never show: a stage
     reading other input files after a small layout computes on those files, and a poisoned output
     of a candidate that writes nothing comes back all poison, not the last run's results."""
-    exe = tmp_path / "runner"
-    subprocess.run(["g++", "-O2", "-I", str(ROOT / "tests" / "hostemu"), "-x", "c++",
-                    str(ROOT / "cudaperf" / "runner" / "runner.cpp"), "-o", str(exe), "-ldl", "-rdynamic"],
-                   check=True)
+    from cudaperf.hostemu import build_emulated_runner
+
+    exe = build_emulated_runner(tmp_path)
     scratch = tmp_path / "scratch"
     scratch.mkdir()
 
