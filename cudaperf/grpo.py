@@ -160,10 +160,11 @@ class GRPOSettings:
 # 80 GB in the update: later turns' prompts carry the previous attempt and its feedback (up to
 # max_prompt_tokens 3072 + 1024 new), and TRL's loss took all 128 rows in one forward. One-turn
 # steps fit (prompts of a few hundred tokens), so they keep the single pass and its step time.
-# 16, not 32 (session 31): the failing allocation was SDPA's padding-mask bias; at the longest rows
-# (4,096 tokens) a bias per row, layer and head is 8 x 4096^2 x 2 B = 268 MB, kept for the backward
-# pass in each of M's 8 layers: 34 GB for 16 rows, 69 GB for 32 beside the runners. Whether SDPA
-# keeps it per head has not been measured; passes of 16 rows of a model this small cost ~1 s a step.
+# 16, not 32 (session 31, a margin): the failing allocation was SDPA's padding-mask bias, 3.90 GiB
+# for 128 rows, which matches one bf16 L x L bias per row at L ~ 4,040 tokens (the step's longest
+# prompt plus its longest completion); kept for the backward pass in each of M's 8 layers that is
+# ~31 GB at 128 rows, ~8 GB at 32, ~4 GB at 16 (8x as much if SDPA kept one per head, not measured).
+# Passes of 16 rows of a model this small cost little: the update was ~1 s of a one-turn step.
 MULTI_TURN_MICRO_BATCH = 16
 
 
