@@ -41,7 +41,7 @@ class RewardConfig:
     s_min: float = _f(-0.5, "Lower clip of log2 speedup in R_speed.")
     s_max: float = _f(4.0, "Upper clip of log2 speedup in R_speed (4.0 = 16x).")
     alpha_cv: float = _f(1.0, "Penalty on timing instability: R_cv = -alpha_cv * cv (cv as a fraction).")
-    cv_statistic: str = _f("robust", "Which CV R_cv reads: 'robust' (1.4826 MAD / median of the timed runs, "
+    cv_statistic: str = _f("robust", "Which CV R_cv reads: 'robust' (interquartile range / 1.349 / median of the timed runs, "
                                      "harness.robust_cv; the classic one where a record has no robust value) or "
                                      "'classic' (std / mean). Robust: under load one disturbed run of 20 made "
                                      "29 % of the dataset's correct variants show a classic CV above 1.")

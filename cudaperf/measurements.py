@@ -57,7 +57,7 @@ SCHEMA = pa.schema([
     ("baseline_ms", pa.float64()),    # the task's naive variant, same runner, interleaved
     ("baseline_cv", pa.float64()),
     ("baseline_clean_ms", pa.float64()),  # the naive variant alone in a runner of its own
-    ("cv_robust", pa.float64()),      # 1.4826 MAD / median of the timed repetitions (harness.robust_cv)
+    ("cv_robust", pa.float64()),      # IQR / 1.349 / median of the timed repetitions (harness.robust_cv)
     ("baseline_cv_robust", pa.float64()),
     ("speedup", pa.float64()),        # baseline_ms / runtime_ms
     ("gpu", pa.string()),

@@ -43,7 +43,7 @@ class EvalResult:
     failures: list[dict[str, Any]] = field(default_factory=list)  # test, reason, error size
     runtime_ms: float | None = None  # median over timed repetitions
     cv: float | None = None  # coefficient of variation of the timed repetitions (std / mean)
-    cv_robust: float | None = None  # 1.4826 * MAD / median of the same repetitions (harness.robust_cv)
+    cv_robust: float | None = None  # IQR / 1.349 / median of the same repetitions (harness.robust_cv)
     rep_ms: list[float] = field(default_factory=list)  # the timed repetitions, in order
     baseline_ms: float | None = None  # naive variant (c2cuda) or eager (torch2cuda), same worker
     baseline_cv: float | None = None

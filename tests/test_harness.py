@@ -189,8 +189,13 @@ def test_robust_cv_ignores_one_disturbed_repetition_and_sees_a_spread():
     assert _median_cv(spiked)[1] > 1.3  # the classic CV calls this kernel wildly unstable
     assert robust_cv(spiked) == pytest.approx(robust_cv(steady), abs=0.002)
     assert robust_cv(spiked) < 0.02
+    two = steady[:18] + [0.9, 1.2]  # two disturbed runs: still the bulk's CV
+    assert robust_cv(two) < 0.03 < 1.3 < _median_cv(two)[1]
     spread = [0.05 + 0.005 * i for i in range(20)]  # runs that vary as a whole
     assert robust_cv(spread) == pytest.approx(_median_cv(spread)[1], rel=0.35) and robust_cv(spread) > 0.2
+    # a kernel twice as slow on 8 of its 20 calls is unstable, and shows (a MAD-based CV would read 0)
+    bimodal = [0.1] * 12 + [0.2] * 8
+    assert robust_cv(bimodal) > 0.5
     assert robust_cv([0.1]) == 0.0
 
 
