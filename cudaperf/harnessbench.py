@@ -49,13 +49,10 @@ def cv_under_load(records: list[dict]) -> dict:
     median classic CV (std / mean) and robust CV (harness.robust_cv), and the share of candidates
     above 10 % by each. Runs from before session 31 recorded no robust CV: NaN there."""
     import math
+    import statistics
 
     ok = [r for r in records if r.get("status") == "correct" and r.get("cv") is not None]
-
-    def med(xs):
-        xs = sorted(xs)
-        return float("nan") if not xs else (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
-
+    med = lambda xs: statistics.median(xs) if xs else math.nan  # noqa: E731
     classic = [float(r["cv"]) for r in ok]
     robust = [float(r["cv_robust"]) for r in ok if r.get("cv_robust") is not None]
     share = lambda xs: sum(x > 0.1 for x in xs) / len(xs) if xs else math.nan  # noqa: E731

@@ -23,6 +23,7 @@ import re
 from typing import Any, Sequence
 
 from cudaperf.result import EvalResult
+from cudaperf.rewards import timing_cv
 from cudaperf.tasks import Task
 
 Message = dict[str, str]
@@ -246,7 +247,7 @@ def feedback_message(result: EvalResult) -> str:
         lines.append("The attempt is correct on every test configuration.")
         if r.speedup is not None:
             s = f"Speedup over the naive CUDA version: {r.speedup:.2f}x"
-            cv = r.cv_robust if r.cv_robust is not None else r.cv  # what R_cv reads by default
+            cv = timing_cv(r)  # what R_cv reads by default
             if cv is not None:
                 s += f" (timing variation {100 * cv:.1f}%)"
             lines.append(s + ".")

@@ -201,8 +201,8 @@ class MultiTurnRollout:
         return self._by_text[users[0]]
 
     def _stop(self, res: EvalResult) -> bool:
-        return (bool(res.correct) and not any(f.startswith("hack:") for f in res.flags)
-                and res.speedup is not None and res.speedup >= self.stop_speedup)
+        return (attempt_class(res) == "correct" and res.speedup is not None
+                and res.speedup >= self.stop_speedup)
 
     def context(self, chain: _Chain, tokenizer) -> list[dict]:
         """Messages for the chain's next turn; older turns dropped first when over budget."""
@@ -475,7 +475,8 @@ class MultiTurnRollout:
         st.batch_repeats = sum(r.timings.get("batch_repeat", 0.0) > 0 for r in res)
         st.internal_errors = sum(is_internal_error(r.message) for r in res)
         st.compile_rate = sum(bool(r.compiled) for r in res) / max(1, len(res))
-        ok = [bool(r.correct) and not any(f.startswith("hack:") for f in r.flags) for r in res]
+        classes = [attempt_class(r) for r in res]
+        ok = [c == "correct" for c in classes]
         # NaN, not 0, when a compiled attempt was never judged (no GPU): the rate is unknown.
         st.correct_rate = float("nan") if correctness_unjudged(res) else sum(ok) / max(1, len(res))
         st.speedups = [float(r.speedup) for r, k in zip(res, ok) if k and r.speedup]
@@ -500,7 +501,6 @@ class MultiTurnRollout:
         if store is not None:
             st.cache_hits = store.hits - h0[0]
             st.cache_lookups = st.cache_hits + store.misses - h0[1]
-        classes = [attempt_class(r["result"]) for r in rows]
         st.signal = signal_split(((r["task_id"], self._advantage_reward(r), c) for r, c in zip(rows, classes)),
                                  self.scale_rewards).to_row()
         st.attempts = [self._attempt_record(r, c) for r, c in zip(rows, classes)]
